@@ -1,0 +1,55 @@
+"""The Elman (simple) recurrent cell, `eq:rnn-hidden`."""
+
+import keras
+from keras import ops
+
+from kerasrnn.cells.base import RecurrentCell
+
+
+@keras.saving.register_keras_serializable(package="kerasrnn")
+class ElmanCell(RecurrentCell):
+    """Elman cell: h_t = tanh(W_h h_{t-1} + W_x x_t + b)   (`eq:rnn-hidden`).
+
+    In row-vector form, with `kernel` = W_xᵀ (d, n), `recurrent_kernel` =
+    W_hᵀ (n, n) and `bias` = b (n,):
+
+        h_t = activation(x_t @ kernel + h_{t-1} @ recurrent_kernel + bias)
+
+    The output of the step is h_t. Parameters: n(d + n + 1), or n(d + n)
+    without bias (the lecture notes' d_h(d_in + d_h + 1)).
+
+    Args:
+        units: Positive integer, n.
+        activation: Default `"tanh"`.
+        use_bias, kernel/recurrent/bias _initializer, _regularizer and
+        _constraint, dropout, recurrent_dropout, seed: As
+            `keras.layers.SimpleRNNCell` (see `RecurrentCell`).
+
+    Call arguments:
+        inputs: `(batch, d)`, the input x_t of one step.
+        states: `[h_{t-1}]`, one `(batch, n)` tensor.
+        training: Whether dropout masks apply.
+
+    Returns:
+        `(h_t, [h_t])`, each `(batch, n)`.
+
+    Example:
+
+    >>> rnn = keras.layers.RNN(kerasrnn.ElmanCell(4), return_sequences=True)
+    >>> rnn(np.zeros((2, 5, 3), "float32")).shape
+    (2, 5, 4)
+    """
+
+    gate_count = 1
+
+    def call(self, inputs, states, training=False):
+        self.check_step_input(inputs)
+        h_prev = states[0] if isinstance(states, (list, tuple)) else states
+        x = self.dropped_inputs(inputs, training)
+        a = ops.matmul(x, self.kernel) + ops.matmul(
+            self.dropped_state(h_prev, training), self.recurrent_kernel
+        )
+        if self.use_bias:
+            a = a + self.bias
+        h = self.activation(a)
+        return h, [h]

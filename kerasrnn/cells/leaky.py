@@ -1,0 +1,100 @@
+"""The leaky-unit recurrent cell (lecture notes, slide 55)."""
+
+import keras
+from keras import ops
+
+from kerasrnn.cells.base import RecurrentCell
+
+
+@keras.saving.register_keras_serializable(package="kerasrnn")
+class UnitInterval(keras.constraints.Constraint):
+    """Keeps a weight inside [0, 1] after every optimizer update."""
+
+    def __call__(self, w):
+        return ops.clip(w, 0.0, 1.0)
+
+
+@keras.saving.register_keras_serializable(package="kerasrnn")
+class LeakyCell(RecurrentCell):
+    """Leaky unit: h_t = (1 − α) h_{t-1} + α tanh(W h_{t-1} + U x_t + b).
+
+    The lecture notes' leaky integrator (slide 55): a linear self-connection
+    of weight (1 − α) beside the Elman update h̃_t. α = 1 is exactly
+    `ElmanCell`; α = 0 locks the state (h_t = h_{t-1}); a small α lets the
+    error signal pass through the constant factor (1 − α) instead of the
+    saturating nonlinearity, so it survives longer lags.
+
+    In row-vector form, `kernel` = Uᵀ (d, n), `recurrent_kernel` = Wᵀ (n, n),
+    `bias` = b (n,). With `learn_alpha=True` the rate is a trainable
+    per-unit weight `alpha` (n,), initialised to `alpha` and kept in [0, 1].
+
+    Parameters: n(d + n + 1), plus n with `learn_alpha=True`
+    (n(d + n) without bias).
+
+    Args:
+        units: Positive integer, n.
+        alpha: Leak rate α in [0, 1]. Default 0.5.
+        learn_alpha: Learn one α per unit. Default `False`.
+        activation: Default `"tanh"`.
+        use_bias, kernel/recurrent/bias _initializer, _regularizer and
+        _constraint, dropout, recurrent_dropout, seed: See `RecurrentCell`.
+            Dropout applies to the inputs of the projections, never to the
+            leak path (1 − α) h_{t-1}.
+
+    Call arguments:
+        inputs: `(batch, d)`; states: `[h_{t-1}]`, `(batch, n)`;
+        training: whether dropout masks apply.
+
+    Returns:
+        `(h_t, [h_t])`, each `(batch, n)`.
+    """
+
+    gate_count = 1
+
+    def __init__(self, units, alpha=0.5, learn_alpha=False, **kwargs):
+        super().__init__(units, **kwargs)
+        if (
+            isinstance(alpha, bool)
+            or not isinstance(alpha, (int, float))
+            or not 0.0 <= alpha <= 1.0
+        ):
+            raise ValueError(
+                "Argument `alpha` must be a float in [0, 1] "
+                "(1 is the Elman cell, 0 locks the state). "
+                f"Received: alpha={alpha!r}"
+            )
+        self.alpha = float(alpha)
+        self.learn_alpha = bool(learn_alpha)
+        self.alpha_weight = None
+
+    def build_extra_weights(self):
+        if self.learn_alpha:
+            self.alpha_weight = self.add_weight(
+                shape=(self.units,),
+                name="alpha",
+                initializer=keras.initializers.Constant(self.alpha),
+                constraint=UnitInterval(),
+            )
+
+    def param_count(self, input_dim):
+        """n(d + n + 1), + n when α is learned; n(d + n) without bias."""
+        extra = self.units if self.learn_alpha else 0
+        return super().param_count(input_dim) + extra
+
+    def call(self, inputs, states, training=False):
+        self.check_step_input(inputs)
+        h_prev = states[0] if isinstance(states, (list, tuple)) else states
+        x = self.dropped_inputs(inputs, training)
+        a = ops.matmul(x, self.kernel) + ops.matmul(
+            self.dropped_state(h_prev, training), self.recurrent_kernel
+        )
+        if self.use_bias:
+            a = a + self.bias
+        candidate = self.activation(a)
+        alpha = self.alpha_weight if self.learn_alpha else self.alpha
+        h = (1.0 - alpha) * h_prev + alpha * candidate
+        return h, [h]
+
+    def get_config(self):
+        config = {"alpha": self.alpha, "learn_alpha": self.learn_alpha}
+        return {**super().get_config(), **config}

@@ -1,0 +1,113 @@
+"""The long short-term memory cell, `eq:rnn-lstm-f` … `eq:rnn-lstm-h`."""
+
+import keras
+from keras import ops
+
+from kerasrnn.cells.base import RecurrentCell, get_activation
+
+
+@keras.saving.register_keras_serializable(package="kerasrnn")
+class LSTMCell(RecurrentCell):
+    """LSTM cell of the chapter (Hochreiter & Schmidhuber):
+
+        f_t = σ(W_f x_t + U_f h_{t-1} + b_f)          (eq:rnn-lstm-f)
+        i_t = σ(W_i x_t + U_i h_{t-1} + b_i)          (eq:rnn-lstm-i)
+        o_t = σ(W_o x_t + U_o h_{t-1} + b_o)          (eq:rnn-lstm-o)
+        c̃_t = tanh(W_c x_t + U_c h_{t-1} + b_c)       (eq:rnn-lstm-ctilde)
+        c_t = f_t ⊙ c_{t-1} + i_t ⊙ c̃_t               (eq:rnn-lstm-c)
+        h_t = o_t ⊙ tanh(c_t)                          (eq:rnn-lstm-h)
+
+    σ is `recurrent_activation`, tanh is `activation`. The four gates are
+    fused in Keras's block order i, f, c̃, o: `kernel` (d, 4n) holds
+    [W_iᵀ W_fᵀ W_cᵀ W_oᵀ], `recurrent_kernel` (n, 4n) the U blocks and
+    `bias` (4n,) the b blocks, so a step costs one input and one recurrent
+    matmul. Parameters: 4n(d + n + 1), or 4n(d + n) without bias.
+
+    Following the chapter's remark on the constant error carousel, the
+    forget-gate bias starts at `forget_bias` (added to `bias_initializer`),
+    so f_t ≈ σ(1) ≈ 0.73 and the cell begins by remembering.
+
+    Args:
+        units: Positive integer, n.
+        activation: Of c̃_t and of c_t in h_t. Default `"tanh"`.
+        recurrent_activation: Of the gates. Default `"sigmoid"`.
+        forget_bias: Added to the initial forget-gate bias. Default 1.0.
+        use_bias, kernel/recurrent/bias _initializer, _regularizer and
+        _constraint, dropout, recurrent_dropout, seed: See `RecurrentCell`.
+
+    Call arguments:
+        inputs: `(batch, d)`; states: `[h_{t-1}, c_{t-1}]`, each
+        `(batch, n)`; training: whether dropout masks apply.
+
+    Returns:
+        `(h_t, [h_t, c_t])`, each `(batch, n)`.
+
+    Example:
+
+    >>> layer = keras.layers.Bidirectional(
+    ...     keras.layers.RNN(kerasrnn.LSTMCell(8)))
+    >>> layer(np.zeros((2, 5, 3), "float32")).shape
+    (2, 16)
+    """
+
+    gate_count = 4
+
+    def __init__(
+        self,
+        units,
+        recurrent_activation="sigmoid",
+        forget_bias=1.0,
+        **kwargs,
+    ):
+        super().__init__(units, **kwargs)
+        self.recurrent_activation = get_activation(
+            "recurrent_activation", recurrent_activation
+        )
+        if isinstance(forget_bias, bool) or not isinstance(
+            forget_bias, (int, float)
+        ):
+            raise ValueError(
+                "Argument `forget_bias` must be a number. "
+                f"Received: forget_bias={forget_bias!r}"
+            )
+        self.forget_bias = float(forget_bias)
+        self.state_size = [self.units, self.units]
+
+    def initial_bias(self, shape, dtype=None):
+        bias = self.bias_initializer(shape, dtype=dtype)
+        n = self.units
+        offset = ops.concatenate(
+            [
+                ops.zeros((n,), dtype=bias.dtype),
+                ops.full((n,), self.forget_bias, dtype=bias.dtype),
+                ops.zeros((2 * n,), dtype=bias.dtype),
+            ]
+        )
+        return bias + offset
+
+    def call(self, inputs, states, training=False):
+        self.check_step_input(inputs)
+        h_prev, c_prev = states[0], states[1]
+        x = self.dropped_inputs(inputs, training)
+        z = ops.matmul(x, self.kernel) + ops.matmul(
+            self.dropped_state(h_prev, training), self.recurrent_kernel
+        )
+        if self.use_bias:
+            z = z + self.bias
+        z_i, z_f, z_c, z_o = ops.split(z, 4, axis=-1)
+        i = self.recurrent_activation(z_i)
+        f = self.recurrent_activation(z_f)
+        c_tilde = self.activation(z_c)
+        o = self.recurrent_activation(z_o)
+        c = f * c_prev + i * c_tilde
+        h = o * self.activation(c)
+        return h, [h, c]
+
+    def get_config(self):
+        config = {
+            "recurrent_activation": keras.activations.serialize(
+                self.recurrent_activation
+            ),
+            "forget_bias": self.forget_bias,
+        }
+        return {**super().get_config(), **config}
