@@ -39,12 +39,8 @@ def validate_units(units):
 
 def validate_rate(name, value):
     """Return a dropout rate if it lies in [0, 1), else raise."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ValueError(
-            f"Argument `{name}` must be a float in [0, 1). "
-            f"Received: {name}={value!r}"
-        )
-    if not 0.0 <= value < 1.0:
+    is_number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if not is_number or not 0.0 <= value < 1.0:
         raise ValueError(
             f"Argument `{name}` must be a float in [0, 1). "
             f"Received: {name}={value!r}"
