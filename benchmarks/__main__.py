@@ -1,0 +1,80 @@
+"""`python -m benchmarks [--quick]`: the performance table, measured in one run.
+
+Rows:
+  1. each kerasrnn cell in keras.layers.RNN vs the Keras built-in with the
+     same math: train step and inference, default compile and jit_compile,
+     ratio = built-in time / our time (> 1: ours is faster);
+  2. achieved GFLOP/s against the ceiling of the step's own matmul shapes
+     and the machine's large-GEMM peak, measured in the same run;
+  3. time and peak memory of an LSTM gradient step as T grows.
+`--quick` runs tiny shapes (a smoke test; its numbers mean nothing).
+"""
+
+import argparse
+import os
+import platform
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import tensorflow as tf  # noqa: E402
+
+from benchmarks import cells, scaling  # noqa: E402
+
+
+def _print_table(title, rows, columns):
+    print(f"\n## {title}\n")
+    print("| " + " | ".join(columns) + " |")
+    print("|" + "---|" * len(columns))
+    for row in rows:
+        cells_text = []
+        for column in columns:
+            value = row[column]
+            cells_text.append(f"{value:,.2f}" if isinstance(value, float) else str(value))
+        print("| " + " | ".join(cells_text) + " |")
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="tiny shapes, for a smoke test")
+    parser.add_argument("--repeats", type=int, default=None,
+                        help="timed calls per contender (default 15; 2 with --quick)")
+    args = parser.parse_args(argv)
+    shapes = cells.QUICK if args.quick else cells.FULL
+    repeats = args.repeats or (2 if args.quick else 15)
+
+    print(f"machine: {platform.processor() or platform.machine()}, "
+          f"{os.cpu_count()} logical CPUs; TensorFlow {tf.__version__}; "
+          f"devices: {[d.device_type for d in tf.config.list_physical_devices()]}")
+    print(f"shapes: B={shapes.batch}, T={shapes.steps}, d={shapes.features}, n={shapes.units}; "
+          f"median of {repeats} interleaved repeats")
+
+    rows = []
+    for name in cells.PAIRS:
+        rows += cells.compare(name, shapes, repeats)
+    _print_table("kerasrnn cell vs Keras built-in (ratio = Keras time / ours)", rows,
+                 ["cell", "mode", "ours_ms", "keras_ms", "ratio", "ours_gflops"])
+
+    ceiling_rows = []
+    for name, (_, _, gates) in cells.PAIRS.items():
+        ceiling = cells.matmul_ceiling(shapes, gates, repeats)
+        best = max(r["ours_gflops"] for r in rows if r["cell"] == name and r["mode"].startswith("train"))
+        ceiling_rows.append({"cell": name,
+                             "matmul": f"{shapes.batch}x{shapes.features + shapes.units}x{gates * shapes.units}",
+                             "ceiling_gflops": ceiling, "best_train_gflops": best,
+                             "fraction_of_ceiling": best / ceiling})
+    size = 256 if args.quick else 2048
+    peak = cells.large_matmul_ceiling(size, repeats)
+    _print_table(f"matmul ceiling (large GEMM {size}³: {peak:,.1f} GFLOP/s)", ceiling_rows,
+                 ["cell", "matmul", "ceiling_gflops", "best_train_gflops", "fraction_of_ceiling"])
+
+    lengths = (10, 100, 1000) if args.quick else (100, 1000, 10000)
+    scaling_rows = scaling.scaling_rows(lengths, shapes.batch, shapes.features, shapes.units,
+                                        repeats=2 if args.quick else 3)
+    _print_table("LSTM gradient step as T grows (per-step cost relative to the first T)",
+                 scaling_rows, ["steps", "seconds", "growth_mib", "time_per_step_vs_first",
+                                "memory_per_step_vs_first"])
+
+
+if __name__ == "__main__":
+    main()
