@@ -68,11 +68,13 @@ def matmul_ceiling(shapes, gates, repeats):
     b = tf.random.normal((shapes.features + shapes.units, gates * shapes.units))
     loops = 200
 
-    @tf.function(jit_compile=True)
+    @tf.function
     def run():
         acc = tf.zeros((shapes.batch, gates * shapes.units))
-        for _ in tf.range(loops):
-            acc += tf.matmul(a, b)
+        for i in tf.range(loops):
+            # A left operand that changes every iteration, so the compiler
+            # cannot hoist the product out of the loop.
+            acc += tf.matmul(a + tf.cast(i, a.dtype), b)
         return acc
 
     median = interleaved_medians({"mm": lambda: run().numpy()}, repeats)["mm"]
