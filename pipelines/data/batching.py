@@ -1,0 +1,187 @@
+"""tf.data assembly shared by the tasks: check, cache, shuffle, batch, prefetch.
+
+Order, as in the TensorFlow Model Garden loaders: records are checked in
+Python (a bad record is reported by position, not as an error deep inside
+TensorFlow), then `cache` (decoding happens once), a seeded `shuffle`
+(deterministic: the same seed gives the same batches), batching — padded
+batches grouped by length with `bucket_by_sequence_length` for sequences of
+different lengths — and `prefetch(AUTOTUNE)` so the next batch is ready
+while the model trains on this one.
+"""
+
+import numpy as np
+import tensorflow as tf
+
+from pipelines.faults import MalformedRecord
+
+AUTOTUNE = tf.data.AUTOTUNE
+
+
+def check_sequences(sequences, name, dtype_kind="i"):
+    """Check that every record is a non-empty 1-D sequence of numbers.
+
+    Args:
+        sequences: Iterable of records (lists, tuples or 1-D arrays).
+        name: What the records are, for the message (e.g. `"inputs"`).
+        dtype_kind: `"i"` for integer ids, `"f"` for real values.
+
+    Returns:
+        List of 1-D NumPy arrays (int32 or float32).
+
+    Raises:
+        MalformedRecord: a record is empty, not 1-D, or holds a value of
+            the wrong type; the message gives its position and value.
+    """
+    checked = []
+    for position, record in enumerate(sequences):
+        if isinstance(record, (str, bytes)):
+            raise MalformedRecord(
+                f"{name} record {position} is a string ({record!r}); "
+                "expected a sequence of numbers"
+            )
+        try:
+            array = np.asarray(record)
+        except (TypeError, ValueError) as error:
+            raise MalformedRecord(
+                f"{name} record {position} is not an array: {error}"
+            ) from None
+        if array.ndim != 1:
+            raise MalformedRecord(
+                f"{name} record {position} has shape {array.shape}; "
+                "expected a 1-D sequence"
+            )
+        if array.size == 0:
+            raise MalformedRecord(
+                f"{name} record {position} is empty; every sequence needs "
+                "at least one step"
+            )
+        if dtype_kind == "i" and array.dtype.kind not in "iu":
+            raise MalformedRecord(
+                f"{name} record {position} holds {array.dtype} values "
+                f"({record!r}); expected integer ids"
+            )
+        if dtype_kind == "f" and (
+            array.dtype.kind not in "iuf" or not np.all(np.isfinite(array))
+        ):
+            raise MalformedRecord(
+                f"{name} record {position} holds {record!r}; "
+                "expected finite real numbers"
+            )
+        checked.append(
+            array.astype("int32" if dtype_kind == "i" else "float32")
+        )
+    return checked
+
+
+def check_aligned(inputs, labels, name):
+    """Check that each label sequence is as long as its input sequence.
+
+    Raises:
+        MalformedRecord: naming the first position where lengths differ.
+    """
+    if len(inputs) != len(labels):
+        raise MalformedRecord(
+            f"{name}: {len(inputs)} input records but {len(labels)} label records"
+        )
+    for position, (x, y) in enumerate(zip(inputs, labels)):
+        if len(x) != len(y):
+            raise MalformedRecord(
+                f"{name} record {position} has {len(x)} inputs but "
+                f"{len(y)} labels; a tag is needed for every step"
+            )
+
+
+def dense_batches(
+    features, labels, batch_size, shuffle, seed, drop_remainder=False
+):
+    """Batches of fixed-shape arrays.
+
+    Args:
+        features: Array `(examples, ...)`.
+        labels: Array `(examples, ...)`.
+        batch_size: Global batch size.
+        shuffle: Reshuffle every epoch (seeded).
+        seed: Shuffle seed.
+        drop_remainder: Drop a last partial batch (stateful models).
+
+    Returns:
+        `tf.data.Dataset` of `(features, labels)` batches.
+    """
+    dataset = tf.data.Dataset.from_tensor_slices((features, labels)).cache()
+    if shuffle:
+        dataset = dataset.shuffle(
+            len(features), seed=seed, reshuffle_each_iteration=True
+        )
+    return dataset.batch(batch_size, drop_remainder=drop_remainder).prefetch(
+        AUTOTUNE
+    )
+
+
+def bucket_boundaries(lengths, buckets=8):
+    """Bucket edges at quantiles of the observed lengths (strictly rising)."""
+    quantiles = np.quantile(lengths, np.linspace(0, 1, buckets + 1)[1:-1])
+    return sorted({int(edge) + 1 for edge in quantiles})
+
+
+def bucketed_batches(inputs, labels, batch_size, shuffle, seed, buckets=8):
+    """Padded batches of variable-length sequences, grouped by length.
+
+    Sequences are padded with 0 (the id models mask; labels padded with 0
+    too) to the longest one in their batch; grouping by length keeps that
+    padding small. Each element also carries a sample weight, 1 on real
+    steps and 0 on padding, so losses and metrics ignore the padding under
+    every strategy.
+
+    Args:
+        inputs: List of 1-D int32 arrays (ids >= 1; 0 is padding).
+        labels: List of 1-D arrays aligned with `inputs` (per-step labels),
+            or one label per sequence as a 1-D array/list of scalars.
+        batch_size: Global batch size.
+        shuffle: Reshuffle every epoch (seeded).
+        seed: Shuffle seed.
+        buckets: Number of length buckets.
+
+    Returns:
+        `tf.data.Dataset` of `(inputs, labels, sample_weight)` batches;
+        per-step labels give `sample_weight` `(batch, time)`, per-sequence
+        labels give `(batch,)` ones.
+    """
+    per_step = np.ndim(labels[0]) == 1
+    lengths = np.array([len(x) for x in inputs])
+    ragged_inputs = tf.ragged.constant(inputs, dtype=tf.int32)
+    if per_step:
+        label_dtype = tf.as_dtype(np.asarray(labels[0]).dtype)
+        ragged_labels = tf.ragged.constant(labels, dtype=label_dtype)
+    else:
+        ragged_labels = tf.constant(np.asarray(labels))
+    dataset = tf.data.Dataset.from_tensor_slices((ragged_inputs, ragged_labels))
+
+    def to_example(x, y):
+        weight = (
+            tf.ones_like(y, dtype=tf.float32)
+            if per_step
+            else tf.constant(1.0, tf.float32)
+        )
+        return x, y, weight
+
+    dataset = dataset.map(to_example, num_parallel_calls=AUTOTUNE).cache()
+    if shuffle:
+        dataset = dataset.shuffle(
+            len(inputs), seed=seed, reshuffle_each_iteration=True
+        )
+    boundaries = bucket_boundaries(lengths, buckets)
+    dataset = dataset.bucket_by_sequence_length(
+        element_length_func=lambda x, y, w: tf.shape(x)[0],
+        bucket_boundaries=boundaries,
+        bucket_batch_sizes=[batch_size] * (len(boundaries) + 1),
+        pad_to_bucket_boundary=False,
+    )
+    # Each bucket yields ceil(size / batch) batches; stating the total lets
+    # the progress bar show it from the first epoch.
+    sizes = np.bincount(
+        np.searchsorted(boundaries, lengths, side="right"),
+        minlength=len(boundaries) + 1,
+    )
+    batches = int(np.sum(-(-sizes // batch_size)))
+    dataset = dataset.apply(tf.data.experimental.assert_cardinality(batches))
+    return dataset.prefetch(AUTOTUNE)

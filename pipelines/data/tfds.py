@@ -1,0 +1,60 @@
+"""TFDS datasets for online users, failing at once when one is not on disk.
+
+`tfds.load(..., download=False)` reads only what `tfds build NAME` (or an
+earlier `tfds.load(NAME)` with network) prepared under the TFDS data
+directory (`$TFDS_DATA_DIR`, else `~/tensorflow_datasets`). When the data
+are missing it raises at once, so this module never waits on a download
+that cannot happen; it turns that error into `DatasetNotOnDisk`, naming the
+dataset and the command that fetches it.
+"""
+
+from pipelines.faults import DatasetNotOnDisk
+
+
+def load_tfds(name, splits, data_dir=None):
+    """Load prepared TFDS splits as `tf.data.Dataset`s of feature dicts.
+
+    Args:
+        name: TFDS name, e.g. `"imdb_reviews"` or `"conll2003"`.
+        splits: List of split names, e.g. `["train", "test"]`.
+        data_dir: TFDS data directory; TFDS's default when None.
+
+    Returns:
+        `(datasets, info)`: one dataset per split, each element a dict of
+        features, and the `tfds.core.DatasetInfo` (label names, sizes).
+
+    Raises:
+        DatasetNotOnDisk: the dataset (or a split) is not prepared on disk,
+            or TFDS does not know the name.
+        ModuleNotFoundError: `tensorflow-datasets` is not installed.
+    """
+    try:
+        import tensorflow_datasets as tfds
+    except ModuleNotFoundError as error:
+        raise ModuleNotFoundError(
+            "TFDS datasets need the PyPI package `tensorflow-datasets`: "
+            "pip install 'kerasrnn[data]'."
+        ) from error
+    how = (
+        f"To get it, run once with network access: `tfds build {name}` "
+        f'(or python -c "import tensorflow_datasets as tfds; '
+        f"tfds.load('{name}')\"), then rerun; or use --data embedded."
+    )
+    try:
+        return tfds.load(
+            name,
+            split=list(splits),
+            download=False,
+            data_dir=data_dir,
+            with_info=True,
+        )
+    except tfds.core.registered.DatasetNotFoundError as error:
+        raise DatasetNotOnDisk(
+            f"TFDS has no dataset named {name!r} ({error})."
+        ) from None
+    except (AssertionError, FileNotFoundError, ValueError) as error:
+        # TFDS reports data missing from `data_dir` as an AssertionError
+        # and a missing split as a ValueError.
+        raise DatasetNotOnDisk(
+            f"TFDS dataset {name!r} is not on disk ({error}). {how}"
+        ) from None

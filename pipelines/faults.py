@@ -1,0 +1,21 @@
+"""The faults a run reports to its user as one clear message.
+
+`kerasrnn-train` prints these without a traceback and exits with status 1:
+they describe the user's data, environment or hyperparameters, not a bug.
+"""
+
+
+class RunFailed(Exception):
+    """A run stopped on a fault its message explains."""
+
+
+class TrainingDiverged(RunFailed):
+    """The training loss became NaN or infinite."""
+
+
+class DatasetNotOnDisk(RunFailed):
+    """A TFDS dataset was asked for offline and is not prepared on disk."""
+
+
+class MalformedRecord(RunFailed, ValueError):
+    """A record of the user's data cannot be used; the message says which."""

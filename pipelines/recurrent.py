@@ -1,0 +1,95 @@
+"""The recurrent layers the shared options describe.
+
+`--cell`, `--units`, `--layers`, `--bidirectional` and `--dropout` arrive
+here from the command line and leave as Keras layers: a kerasrnn cell
+stepped by `keras.layers.RNN` (optionally in `keras.layers.Bidirectional`,
+eq:rnn-bidir), stacked, with dropout between the layers.
+"""
+
+import keras
+
+from kerasrnn.cells.elman import ElmanCell
+from kerasrnn.cells.gru import GRUCell
+from kerasrnn.cells.leaky import LeakyCell
+from kerasrnn.cells.lstm import LSTMCell
+
+#: `--cell` name -> kerasrnn cell class.
+CELL_CLASSES = {
+    "elman": ElmanCell,
+    "lstm": LSTMCell,
+    "gru": GRUCell,
+    "leaky": LeakyCell,
+}
+
+
+def make_cell(name, units, seed=None):
+    """A kerasrnn cell by its `--cell` name.
+
+    Raises:
+        ValueError: `name` is not one of `CELL_CLASSES`.
+    """
+    if name not in CELL_CLASSES:
+        raise ValueError(
+            f"Argument `cell` must be one of {sorted(CELL_CLASSES)}. "
+            f"Received: cell={name!r}"
+        )
+    return CELL_CLASSES[name](units, seed=seed)
+
+
+def recurrent_layer(config, units, return_sequences, stateful=False, name=None):
+    """One `keras.layers.RNN` over `config.cell`, bidirectional if asked.
+
+    Args:
+        config: The resolved config (`cell`, `bidirectional`, `seed`).
+        units: Hidden units n of the cell (each direction).
+        return_sequences: Output `(batch, time, n)` instead of `(batch, n)`.
+        stateful: Carry the final state into the next batch (truncated
+            BPTT); the model then needs a fixed batch size.
+        name: Layer name.
+
+    Returns:
+        A layer mapping `(batch, time, d)` to `(batch, time, n')` or
+        `(batch, n')`, with n' = n, or 2n when bidirectional.
+    """
+    layer = keras.layers.RNN(
+        make_cell(config.cell, units, seed=config.seed),
+        return_sequences=return_sequences,
+        stateful=stateful,
+        name=None if config.bidirectional else name,
+    )
+    if config.bidirectional:
+        return keras.layers.Bidirectional(layer, name=name)
+    return layer
+
+
+def recurrent_stack(inputs, config, return_sequences, stateful=False):
+    """`config.layers` recurrent layers of `config.units`, with dropout.
+
+    Every layer but the last returns sequences (the next one reads them);
+    the last returns what `return_sequences` asks. `Dropout(config.dropout)`
+    follows each layer when the rate is positive.
+
+    Args:
+        inputs: Keras tensor `(batch, time, d)`.
+        config: The resolved config.
+        return_sequences: What the last layer returns.
+        stateful: See `recurrent_layer`.
+
+    Returns:
+        Keras tensor `(batch, time, n')` or `(batch, n')`.
+    """
+    outputs = inputs
+    for index in range(config.layers):
+        last = index == config.layers - 1
+        outputs = recurrent_layer(
+            config,
+            config.units,
+            return_sequences=return_sequences or not last,
+            stateful=stateful,
+            name=f"recurrent_{index + 1}",
+        )(outputs)
+        if config.dropout > 0:
+            outputs = keras.layers.Dropout(
+                config.dropout, seed=config.seed, name=f"dropout_{index + 1}"
+            )(outputs)
+    return outputs

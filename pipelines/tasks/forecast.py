@@ -1,0 +1,134 @@
+"""`forecast`: one-step-ahead regression on the yearly sunspot numbers.
+
+The lecture notes' model (slides 27–28): Elman 50 with return sequences →
+Dropout 0.2 → Elman 100 → Dropout 0.2 → Dense 1 (eq:rnn-hidden,
+eq:rnn-output), here with any kerasrnn cell. The classic protocol: train on
+the years 1700–1920, test on 1921–1955, each year predicted from the
+`--window` years before it (true values, one step ahead). Values are
+standardised with the training years' mean and deviation; errors are in
+sunspot numbers.
+
+Metrics: `test_rmse`, and from the same run `persistence_rmse` (predict
+last year's value) — the bar the model must beat — and `train_rmse`.
+"""
+
+import keras
+import numpy as np
+
+from pipelines.cli import positive_int
+from pipelines.data.batching import dense_batches
+from pipelines.data.sunspots import load_sunspots, one_step_windows
+from pipelines.recurrent import recurrent_layer
+
+DESCRIPTION = (
+    "Forecast the yearly sunspot number one year ahead (train 1700-1920, "
+    "test 1921-1955) and compare with persistence."
+)
+
+DATA_SOURCES = {
+    "embedded": "statsmodels.datasets.sunspots: yearly sunspot numbers "
+    "1700-2008 (package statsmodels, BSD-3-Clause)",
+}
+
+DEFAULTS = {
+    "cell": "elman",
+    "units": 50,
+    "layers": 2,
+    "dropout": 0.2,
+    "epochs": 60,
+    "batch_size": 16,
+    "learning_rate": 1e-3,
+    "window": 12,
+}
+
+QUICK = {"units": 8, "epochs": 2, "window": 6}
+
+TRAIN_YEARS = (1700, 1920)
+TEST_YEARS = (1921, 1955)
+
+
+def add_arguments(parser):
+    parser.add_argument(
+        "--window",
+        type=positive_int,
+        default=DEFAULTS["window"],
+        help="years of history each prediction reads",
+    )
+
+
+def build_model(config):
+    """The lecture notes' stack: n, 2n, ... units, dropout after each.
+
+    Layer k of `config.layers` has `config.units` · 2^(k-1) units (50 then
+    100 by default), the last returns only its final state, and a Dense(1)
+    reads it.
+
+    Returns:
+        A model mapping `(batch, window, 1)` to `(batch, 1)`.
+    """
+    inputs = keras.Input(shape=(None, 1), name="history")
+    outputs = inputs
+    for index in range(config.layers):
+        last = index == config.layers - 1
+        outputs = recurrent_layer(
+            config,
+            config.units * 2**index,
+            return_sequences=not last,
+            name=f"recurrent_{index + 1}",
+        )(outputs)
+        outputs = keras.layers.Dropout(
+            config.dropout, seed=config.seed, name=f"dropout_{index + 1}"
+        )(outputs)
+    outputs = keras.layers.Dense(1, name="next_year")(outputs)
+    return keras.Model(inputs, outputs, name="sunspot_forecaster")
+
+
+def rmse(predictions, targets):
+    return float(
+        np.sqrt(np.mean((np.ravel(predictions) - np.ravel(targets)) ** 2))
+    )
+
+
+def run(config, context):
+    """Train on 1700–1920, report RMSE on 1921–1955 beside persistence."""
+    if config.window <= 0:
+        raise ValueError(
+            f"Argument `window` must be a positive integer. Received: window={config.window}"
+        )
+    years, values = load_sunspots()
+    first_train = TRAIN_YEARS[0] + config.window
+    train_x, train_y, _ = one_step_windows(
+        years, values, config.window, first_train, TRAIN_YEARS[1]
+    )
+    test_x, test_y, _ = one_step_windows(
+        years, values, config.window, *TEST_YEARS
+    )
+    train_values = values[(years >= TRAIN_YEARS[0]) & (years <= TRAIN_YEARS[1])]
+    mean, scale = float(train_values.mean()), float(train_values.std())
+
+    def standardise(array):
+        return ((array - mean) / scale).astype("float32")
+
+    train = dense_batches(
+        standardise(train_x),
+        standardise(train_y),
+        config.batch_size,
+        shuffle=config.shuffle,
+        seed=config.seed,
+    )
+    with context.scope():
+        model = build_model(config)
+        context.compile(model, loss="mse")
+    context.fit(model, train)
+    context.save(model)
+
+    def forecast(inputs):
+        scaled = model.predict(standardise(inputs), verbose=0)
+        return scaled * scale + mean
+
+    return {
+        "test_rmse": rmse(forecast(test_x), test_y),
+        "persistence_rmse": rmse(test_x[:, -1, 0], test_y),
+        "train_rmse": rmse(forecast(train_x), train_y),
+        "test_years": list(TEST_YEARS),
+    }

