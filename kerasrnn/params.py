@@ -42,6 +42,11 @@ def _gate_count(cell):
     )
 
 
+# The weights every cell has (and the leaky cell's rate), named in the
+# lecture notes' terms by `_cell_parts`.
+_FUSED_WEIGHTS = ("kernel", "recurrent_kernel", "bias", "alpha")
+
+
 def _has_bias_row_pair(cell):
     return getattr(cell, "reset_after", False) and cell.use_bias
 
@@ -64,8 +69,9 @@ def param_count(cell, input_dim):
     >>> kerasrnn.param_count(kerasrnn.ElmanCell(50), 1)
     2600
     """
-    if isinstance(cell, RecurrentCell):
-        return cell.param_count(input_dim)
+    own_count = getattr(cell, "param_count", None)
+    if callable(own_count):
+        return own_count(input_dim)
     gates = _gate_count(cell)
     if isinstance(input_dim, bool) or not isinstance(input_dim, int) or (
         input_dim <= 0
@@ -166,15 +172,18 @@ def _cell_parts(cell, prefix=""):
     if isinstance(cell, LeakyCell) and cell.learn_alpha:
         parts.append((f"{prefix}leak rates α, n", n))
         formula += " + n"
+    # Weights of the deeper cells (skip kernel, transition MLP) by name.
+    for weight in cell.weights:
+        if weight.name not in _FUSED_WEIGHTS:
+            shape = "×".join(str(s) for s in weight.shape)
+            parts.append((f"{prefix}{weight.name} {shape}", _size(weight.shape)))
+            formula += f" + {weight.name}"
     return parts, param_count(cell, d), formula
 
 
 def _rnn_parts(layer, prefix=""):
-    cells = (
-        layer.cell.cells
-        if isinstance(layer.cell, keras.layers.StackedRNNCells)
-        else [layer.cell]
-    )
+    # StackedRNNCells and SkipStackedCells hold their cells in `.cells`.
+    cells = getattr(layer.cell, "cells", None) or [layer.cell]
     parts, total, formulas = [], 0, []
     for depth, cell in enumerate(cells):
         cell_prefix = prefix + (f"cell {depth + 1} " if len(cells) > 1 else "")
@@ -187,9 +196,9 @@ def _rnn_parts(layer, prefix=""):
 
 def _describe_rnn(layer):
     cell = layer.cell
-    if isinstance(cell, keras.layers.StackedRNNCells):
+    if getattr(cell, "cells", None):
         names = ", ".join(type(c).__name__ for c in cell.cells)
-        return f"{type(layer).__name__}(StackedRNNCells[{names}])"
+        return f"{type(layer).__name__}({type(cell).__name__}[{names}])"
     d = int(cell.kernel.shape[0])
     return f"{type(layer).__name__}({type(cell).__name__}), n={cell.units}, d={d}"
 

@@ -150,3 +150,30 @@ def test_bad_input():
     unbuilt = keras.Sequential([keras.layers.Dense(3)])
     with pytest.raises(ValueError, match="not built"):
         kerasrnn.explain_params(unbuilt)
+
+
+def test_deeper_cells_list_their_extra_weights():
+    d = 3
+    model = keras.Sequential(
+        [
+            keras.Input((None, d)),
+            keras.layers.RNN(kerasrnn.TemporalSkipCell(4, delay=3), return_sequences=True),
+            keras.layers.RNN(
+                kerasrnn.DeepTransitionCell(5, transition_units=(6,)), return_sequences=True
+            ),
+            keras.layers.RNN(
+                kerasrnn.SkipStackedCells([kerasrnn.ElmanCell(2), kerasrnn.LSTMCell(3)])
+            ),
+        ]
+    )
+    report = kerasrnn.explain_params(model, print_fn=None)
+    assert report.agrees
+    skip, deep, stacked = report.layers
+    # Skip cell: n(d + n + 1) + n·n for the delay-d kernel.
+    assert skip.total == 4 * (3 + 4 + 1) + 4 * 4
+    assert ("skip_kernel 4×4", 16) in skip.parts
+    assert any(label.startswith("transition_kernel_1") for label, _ in deep.parts)
+    # Stacked with input skips, reading the 5 features of the layer below:
+    # layer 1 has d = 5, layer 2 reads [x ; o¹], d = 5 + 2.
+    assert stacked.total == 2 * (5 + 2 + 1) + 4 * 3 * (5 + 2 + 3 + 1)
+    assert kerasrnn.param_count(model.layers[2].cell, 5) == stacked.total

@@ -1,0 +1,1 @@
+"""Side-by-side measurements of kerasrnn; run one with `python -m benchmarks.NAME`."""

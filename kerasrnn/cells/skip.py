@@ -1,0 +1,97 @@
+"""Temporal skip connections: a recurrence that also reaches d steps back."""
+
+import keras
+from keras import ops
+
+from kerasrnn.cells.base import RecurrentCell
+
+
+@keras.saving.register_keras_serializable(package="kerasrnn")
+class TemporalSkipCell(RecurrentCell):
+    """Elman cell with an extra recurrent connection of delay d > 1:
+
+        h_t = f(W_x x_t + W_h h_{t-1} + W_s h_{t-d} + b)
+
+    the lecture notes' temporal skip connections (slide 54, h^(t) ⟶
+    h^(t+d)). Through W_s an error signal crosses τ steps in about τ/d
+    Jacobian factors instead of τ, so the exponential decay of
+    `eq:rnn-jacobian-bound` sets in d times later.
+
+    The state keeps the last d hidden states, newest first:
+    [h_{t-1}, h_{t-2}, …, h_{t-d}], each (batch, n); the step returns
+    [h_t, h_{t-1}, …, h_{t-d+1}]. Before the sequence has d steps the
+    missing states are the zeros of the initial state.
+
+    In row-vector form `kernel` = W_xᵀ (d_in, n), `recurrent_kernel` = W_hᵀ
+    (n, n), `skip_kernel` = W_sᵀ (n, n) and `bias` = b (n,). `skip_kernel`
+    is a recurrent weight: it takes the `recurrent_initializer`,
+    `recurrent_regularizer` and `recurrent_constraint`, and the recurrent
+    dropout mask applies to h_{t-d} as to h_{t-1}. Parameters:
+    n(d_in + 2n + 1), or n(d_in + 2n) without bias.
+
+    Args:
+        units: Positive integer, n.
+        delay: Integer d ≥ 2, the reach of the skip connection.
+        activation: f. Default `"tanh"`.
+        use_bias, kernel/recurrent/bias _initializer, _regularizer and
+        _constraint, dropout, recurrent_dropout, seed: See `RecurrentCell`.
+
+    Call arguments:
+        inputs: `(batch, d_in)`; states: the d tensors above;
+        training: whether dropout masks apply.
+
+    Returns:
+        `(h_t, [h_t, h_{t-1}, …, h_{t-d+1}])`.
+
+    Example:
+
+    >>> rnn = keras.layers.RNN(TemporalSkipCell(8, delay=4))
+    >>> rnn(np.zeros((2, 10, 3), "float32")).shape
+    (2, 8)
+    """
+
+    gate_count = 1
+
+    def __init__(self, units, delay=2, **kwargs):
+        super().__init__(units, **kwargs)
+        if isinstance(delay, bool) or not isinstance(delay, int) or delay < 2:
+            raise ValueError(
+                "Argument `delay` must be an integer ≥ 2 (a delay of 1 is "
+                f"the ordinary recurrence). Received: delay={delay!r}"
+            )
+        self.delay = delay
+        self.state_size = [self.units] * delay
+        self.skip_kernel = None
+
+    def build_extra_weights(self):
+        self.skip_kernel = self.add_weight(
+            shape=(self.units, self.units),
+            name="skip_kernel",
+            initializer=self.recurrent_initializer,
+            regularizer=self.recurrent_regularizer,
+            constraint=self.recurrent_constraint,
+        )
+
+    def param_count(self, input_dim):
+        """n(d_in + 2n + 1); n(d_in + 2n) without bias."""
+        return super().param_count(input_dim) + self.units * self.units
+
+    def call(self, inputs, states, training=False):
+        self.check_step_input(inputs)
+        states = list(states)
+        h_prev, h_delayed = states[0], states[-1]
+        x = self.dropped_inputs(inputs, training)
+        a = (
+            ops.matmul(x, self.kernel)
+            + ops.matmul(self.dropped_state(h_prev, training),
+                         self.recurrent_kernel)
+            + ops.matmul(self.dropped_state(h_delayed, training),
+                         self.skip_kernel)
+        )
+        if self.use_bias:
+            a = a + self.bias
+        h = self.activation(a)
+        return h, [h] + states[:-1]
+
+    def get_config(self):
+        return {**super().get_config(), "delay": self.delay}
