@@ -6,8 +6,11 @@ Rows:
      ratio = built-in time / our time (> 1: ours is faster);
   2. achieved GFLOP/s against the ceiling of the step's own matmul shapes
      and the machine's large-GEMM peak, measured in the same run;
-  3. time and peak memory of an LSTM gradient step as T grows.
-`--quick` runs tiny shapes (a smoke test; its numbers mean nothing).
+  3. time and peak memory of an LSTM gradient step as T grows;
+  4. for each training task, examples/s of its input pipeline alone vs of
+     its model's train step on batches held in memory, and the ratio.
+`--quick` runs tiny shapes and the tasks' `--quick` configurations (a smoke
+test; its numbers mean nothing).
 """
 
 import argparse
@@ -18,7 +21,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import tensorflow as tf  # noqa: E402
 
-from benchmarks import cells, scaling  # noqa: E402
+from benchmarks import cells, input_pipeline, scaling  # noqa: E402
 
 
 def _print_table(title, rows, columns):
@@ -74,6 +77,13 @@ def main(argv=None):
     _print_table("LSTM gradient step as T grows (per-step cost relative to the first T)",
                  scaling_rows, ["steps", "seconds", "growth_mib", "time_per_step_vs_first",
                                 "memory_per_step_vs_first"])
+
+    pipeline_rows = input_pipeline.input_pipeline_rows(
+        quick=args.quick, repeats=repeats, model_batches=3 if args.quick else 20)
+    _print_table("input pipeline vs model train step, examples/s "
+                 "(ratio = input / model; > 1: the model is the bottleneck)",
+                 pipeline_rows, ["task", "cell", "units", "batch", "epoch_batches",
+                                 "input_examples_per_s", "model_examples_per_s", "ratio"])
 
 
 if __name__ == "__main__":

@@ -1,7 +1,14 @@
 """The benchmark program runs end to end on tiny shapes (no timing asserted)."""
 
+import re
 import subprocess
 import sys
+
+import pytest
+
+from benchmarks import input_pipeline
+
+PIPELINE_TASKS = ("forecast", "classify", "charlm", "tag")
 
 
 def test_quick_benchmark_prints_every_table():
@@ -20,3 +27,32 @@ def test_quick_benchmark_prints_every_table():
             assert f"| {cell} | {mode} |" in out
     assert "matmul ceiling" in out
     assert "| 1000 |" in out
+
+    assert "input pipeline vs model train step" in out
+    for task in PIPELINE_TASKS:
+        # | task | cell | units | batch | epoch_batches | input | model | ratio |
+        row = re.search(rf"^\| {task} \| (.*) \|$", out, re.MULTILINE)
+        assert row is not None, f"no row for {task}:\n{out[-3000:]}"
+        cells = row.group(1).split(" | ")
+        assert len(cells) == 7
+        input_rate, model_rate, ratio = (
+            float(value.replace(",", "")) for value in cells[-3:]
+        )
+        assert input_rate > 0 and model_rate > 0
+        # The printed ratio is input over model, to the two decimals shown.
+        assert ratio == pytest.approx(input_rate / model_rate, rel=0.01, abs=0.01)
+    # g2p is measured when its module imports; either way it has a row.
+    assert re.search(r"^\| g2p \| ", out, re.MULTILINE)
+
+
+def test_evenly_spaced_batches_cover_the_epoch():
+    assert input_pipeline.evenly_spaced(list(range(10)), 3) == [0, 3, 6]
+    assert input_pipeline.evenly_spaced(list(range(9)), 3) == [0, 3, 6]
+    assert input_pipeline.evenly_spaced(list(range(2)), 5) == [0, 1]
+
+
+def test_measure_refuses_unknown_tasks_and_empty_runs():
+    with pytest.raises(ValueError, match="Received: task_name='translate'"):
+        input_pipeline.measure("translate", quick=True, repeats=1, model_batches=1)
+    with pytest.raises(ValueError, match="Received: model_batches=0"):
+        input_pipeline.measure("forecast", quick=True, repeats=1, model_batches=0)

@@ -129,6 +129,24 @@ def load_texts(config):
     return train, validation
 
 
+def encode_texts(train_text, validation_text):
+    """Character ids of both texts, over the training text's characters.
+
+    Returns:
+        `(characters, train_ids, validation_ids)`: `characters[i]` is the
+        character of id i (id `UNKNOWN` first, then the training text's
+        characters sorted); the ids are int32 arrays `(len(text),)`, with
+        validation characters absent from training mapped to `UNKNOWN`.
+    """
+    characters = ["\u2400"] + sorted(set(train_text))
+    index = {char: i for i, char in enumerate(characters)}
+    train_ids = np.array([index[c] for c in train_text], "int32")
+    validation_ids = np.array(
+        [index.get(c, UNKNOWN) for c in validation_text], "int32"
+    )
+    return characters, train_ids, validation_ids
+
+
 def stream_batches(ids, batch_size, bptt):
     """Consecutive-chunk batches for a stateful model (truncated BPTT).
 
@@ -187,6 +205,13 @@ def build_model(config, vocabulary, batch_size, stateful):
     )
     logits = keras.layers.Dense(vocabulary, name="next_char_logits")(states)
     return keras.Model(inputs, logits, name="char_language_model")
+
+
+def compile_model(model, context):
+    """Cross-entropy of the next character from logits, the shared optimizer."""
+    context.compile(
+        model, loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    )
 
 
 def copy_weights(source, target):
@@ -259,20 +284,15 @@ def run(config, context):
             f"Argument `bptt` must be positive. Received: bptt={config.bptt}"
         )
     train_text, validation_text = load_texts(config)
-    characters = ["\u2400"] + sorted(set(train_text))  # id 0: unknown
-    index = {char: i for i, char in enumerate(characters)}
-    train_ids = np.array([index[c] for c in train_text], "int32")
-    validation_ids = np.array(
-        [index.get(c, UNKNOWN) for c in validation_text], "int32"
+    characters, train_ids, validation_ids = encode_texts(
+        train_text, validation_text
     )
     vocabulary = len(characters)
     train = stream_batches(train_ids, config.batch_size, config.bptt)
     validation = stream_batches(validation_ids, config.batch_size, config.bptt)
 
     model = build_model(config, vocabulary, config.batch_size, stateful=True)
-    context.compile(
-        model, loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True)
-    )
+    compile_model(model, context)
     context.fit(model, train, validation, callbacks=[ResetStates()])
     reset_recurrent_states(model)
     validation_loss = model.evaluate(validation, verbose=0)

@@ -178,6 +178,13 @@ def build_baseline(config, classes, vocabulary):
     return keras.Model(inputs, outputs, name="order_free_baseline")
 
 
+def compile_model(model, context):
+    """Cross-entropy over the classes, accuracy, the shared optimizer."""
+    context.compile(
+        model, loss="sparse_categorical_crossentropy", metrics=["accuracy"]
+    )
+
+
 def run(config, context):
     """Train the encoder and the baseline; report test accuracy of both."""
     if config.data == "embedded":
@@ -186,9 +193,7 @@ def run(config, context):
         datasets, classes, vocabulary = imdb_data(config)
     with context.scope():
         model = build_model(config, classes, vocabulary)
-        context.compile(
-            model, loss="sparse_categorical_crossentropy", metrics=["accuracy"]
-        )
+        compile_model(model, context)
     context.fit(model, datasets["train"], datasets["validation"])
     context.save(model)
     test_loss, test_accuracy = model.evaluate(datasets["test"], verbose=0)

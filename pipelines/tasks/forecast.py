@@ -89,8 +89,18 @@ def rmse(predictions, targets):
     )
 
 
-def run(config, context):
-    """Train on 1700–1920, report RMSE on 1921–1955 beside persistence."""
+def load_windows(config):
+    """The protocol's windows and the training years' standardisation.
+
+    Returns:
+        `(splits, mean, scale)`: `splits` maps `"train"` (targets
+        1700 + window … 1920) and `"test"` (1921–1955) to `(x, y)`, x
+        `(examples, window, 1)` and y `(examples, 1)` in sunspot numbers;
+        `mean` and `scale` are those of the years 1700–1920.
+
+    Raises:
+        ValueError: `config.window` is not positive.
+    """
     if config.window <= 0:
         raise ValueError(
             f"Argument `window` must be a positive integer. Received: window={config.window}"
@@ -104,28 +114,50 @@ def run(config, context):
         years, values, config.window, *TEST_YEARS
     )
     train_values = values[(years >= TRAIN_YEARS[0]) & (years <= TRAIN_YEARS[1])]
-    mean, scale = float(train_values.mean()), float(train_values.std())
+    splits = {"train": (train_x, train_y), "test": (test_x, test_y)}
+    return splits, float(train_values.mean()), float(train_values.std())
 
-    def standardise(array):
-        return ((array - mean) / scale).astype("float32")
 
-    train = dense_batches(
-        standardise(train_x),
-        standardise(train_y),
+def standardise(array, mean, scale):
+    """Sunspot numbers -> float32 in units of the training deviation."""
+    return ((array - mean) / scale).astype("float32")
+
+
+def train_batches(config, splits, mean, scale):
+    """The training windows, standardised, in batches.
+
+    Reshuffled every epoch (seeded) when `config.shuffle` is set.
+    """
+    train_x, train_y = splits["train"]
+    return dense_batches(
+        standardise(train_x, mean, scale),
+        standardise(train_y, mean, scale),
         config.batch_size,
         shuffle=config.shuffle,
         seed=config.seed,
     )
+
+
+def compile_model(model, context):
+    """Mean squared error on standardised values, the shared optimizer."""
+    context.compile(model, loss="mse")
+
+
+def run(config, context):
+    """Train on 1700–1920, report RMSE on 1921–1955 beside persistence."""
+    splits, mean, scale = load_windows(config)
+    train = train_batches(config, splits, mean, scale)
     with context.scope():
         model = build_model(config)
-        context.compile(model, loss="mse")
+        compile_model(model, context)
     context.fit(model, train)
     context.save(model)
 
     def forecast(inputs):
-        scaled = model.predict(standardise(inputs), verbose=0)
+        scaled = model.predict(standardise(inputs, mean, scale), verbose=0)
         return scaled * scale + mean
 
+    (train_x, train_y), (test_x, test_y) = splits["train"], splits["test"]
     return {
         "test_rmse": rmse(forecast(test_x), test_y),
         "persistence_rmse": rmse(test_x[:, -1, 0], test_y),

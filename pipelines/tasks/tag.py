@@ -131,16 +131,64 @@ def conll_examples(dataset):
 
 
 def load_examples(config):
-    """Token and label sequences per split, and the label names."""
+    """Token and label sequences per split, and the label names.
+
+    With `config.limit`, each split keeps only its first `limit` sequences.
+    """
     if config.data == "embedded":
         splits = {name: stress_examples(name) for name in cmudict_data.SPLITS}
-        return splits, STRESS_LABELS
-    datasets, info = load_tfds("conll2003", ["train", "validation", "test"])
-    splits = {
-        name: conll_examples(dataset)
-        for name, dataset in zip(("train", "validation", "test"), datasets)
-    }
-    return splits, tuple(info.features["ner"].feature.names)
+        label_names = STRESS_LABELS
+    else:
+        datasets, info = load_tfds("conll2003", ["train", "validation", "test"])
+        splits = {
+            name: conll_examples(dataset)
+            for name, dataset in zip(("train", "validation", "test"), datasets)
+        }
+        label_names = tuple(info.features["ner"].feature.names)
+    if config.limit:
+        splits = {
+            name: (tokens[: config.limit], labels[: config.limit])
+            for name, (tokens, labels) in splits.items()
+        }
+    return splits, label_names
+
+
+def make_datasets(config, splits):
+    """The vocabulary of the training tokens and every split's batches.
+
+    Args:
+        config: The resolved config (`batch_size`, `shuffle`, `seed`).
+        splits: Split name -> `(token sequences, label id sequences)`,
+            as `load_examples` returns them.
+
+    Returns:
+        `(vocabulary, datasets)`: a `Vocabulary` of the training tokens and
+        split name -> `tf.data.Dataset` of `(ids, labels, sample_weight)`
+        batches grouped by length (only `"train"` shuffled).
+
+    Raises:
+        MalformedRecord: a record is empty, not integer, or has a label
+            count different from its token count.
+    """
+    train_tokens, _ = splits["train"]
+    vocabulary = Vocabulary(
+        token for sequence in train_tokens for token in sequence
+    )
+    datasets = {}
+    for name, (tokens, labels) in splits.items():
+        ids = check_sequences(
+            [vocabulary.encode(s) for s in tokens], f"{name} tokens"
+        )
+        tags = check_sequences(labels, f"{name} labels")
+        check_aligned(ids, tags, name)
+        datasets[name] = bucketed_batches(
+            ids,
+            tags,
+            config.batch_size,
+            shuffle=config.shuffle and name == "train",
+            seed=config.seed,
+        )
+    return vocabulary, datasets
 
 
 def build_model(config, vocabulary, classes):
@@ -154,6 +202,15 @@ def build_model(config, vocabulary, classes):
         states
     )
     return keras.Model(inputs, outputs, name="sequence_tagger")
+
+
+def compile_model(model, context):
+    """Per-step cross-entropy and accuracy weighted to skip padding."""
+    context.compile(
+        model,
+        loss="sparse_categorical_crossentropy",
+        weighted_metrics=["accuracy"],
+    )
 
 
 def majority_tagger(tokens, labels):
@@ -236,36 +293,11 @@ def token_accuracy(references, predictions, keep=lambda label: True):
 def run(config, context):
     """Train the tagger; report token accuracy beside the majority baseline."""
     splits, label_names = load_examples(config)
-    if config.limit:
-        splits = {
-            name: (tokens[: config.limit], labels[: config.limit])
-            for name, (tokens, labels) in splits.items()
-        }
     train_tokens, train_labels = splits["train"]
-    vocabulary = Vocabulary(
-        token for sequence in train_tokens for token in sequence
-    )
-    datasets = {}
-    for name, (tokens, labels) in splits.items():
-        ids = check_sequences(
-            [vocabulary.encode(s) for s in tokens], f"{name} tokens"
-        )
-        tags = check_sequences(labels, f"{name} labels")
-        check_aligned(ids, tags, name)
-        datasets[name] = bucketed_batches(
-            ids,
-            tags,
-            config.batch_size,
-            shuffle=config.shuffle and name == "train",
-            seed=config.seed,
-        )
+    vocabulary, datasets = make_datasets(config, splits)
     with context.scope():
         model = build_model(config, len(vocabulary), len(label_names))
-        context.compile(
-            model,
-            loss="sparse_categorical_crossentropy",
-            weighted_metrics=["accuracy"],
-        )
+        compile_model(model, context)
     context.fit(model, datasets["train"], datasets["validation"])
     context.save(model)
 
