@@ -3,7 +3,7 @@
 The public API; everything else is internal.
 """
 
-from kerasrnn import bptt
+from kerasrnn import bptt, seq2seq
 from kerasrnn.cells import (
     DeepTransitionCell,
     ElmanCell,
@@ -36,5 +36,6 @@ __all__ = [
     "jacobian_bound",
     "param_count",
     "plot_gradient_flow",
+    "seq2seq",
     "to_keras",
 ]

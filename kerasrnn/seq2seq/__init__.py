@@ -1,0 +1,61 @@
+"""Sequence-to-sequence learning with kerasrnn (or Keras) cells.
+
+- `Seq2Seq`: the encoder–decoder of `eq:rnn-seq2seq`, three ways of giving
+  the decoder its context, teacher forcing or scheduled sampling;
+  `SequenceCrossEntropy` and `teacher_forcing_pair` to train it with `fit`.
+- `LinearSamplingSchedule`, `ExponentialSamplingSchedule`,
+  `InverseSigmoidSamplingSchedule`: ε of scheduled sampling.
+- `greedy_decode`, `sample_decode`, `beam_search_decode`: compiled decoders.
+- `Vocabulary` and the reserved ids `PAD_ID`, `START_ID`, `END_ID`,
+  `UNKNOWN_ID`.
+- `export_serving`, `StringSeq2Seq`: a string-in, string-out SavedModel.
+"""
+
+from kerasrnn.seq2seq.decoding import (
+    beam_search_decode,
+    greedy_decode,
+    sample_decode,
+)
+from kerasrnn.seq2seq.model import (
+    CONTEXTS,
+    Seq2Seq,
+    SequenceCrossEntropy,
+    next_token_log_probs,
+    teacher_forcing_pair,
+)
+from kerasrnn.seq2seq.schedules import (
+    ExponentialSamplingSchedule,
+    InverseSigmoidSamplingSchedule,
+    LinearSamplingSchedule,
+    SamplingSchedule,
+)
+from kerasrnn.seq2seq.serving import StringSeq2Seq, export_serving
+from kerasrnn.seq2seq.vocabulary import (
+    END_ID,
+    PAD_ID,
+    START_ID,
+    UNKNOWN_ID,
+    Vocabulary,
+)
+
+__all__ = [
+    "CONTEXTS",
+    "END_ID",
+    "ExponentialSamplingSchedule",
+    "InverseSigmoidSamplingSchedule",
+    "LinearSamplingSchedule",
+    "PAD_ID",
+    "START_ID",
+    "SamplingSchedule",
+    "Seq2Seq",
+    "SequenceCrossEntropy",
+    "StringSeq2Seq",
+    "UNKNOWN_ID",
+    "Vocabulary",
+    "beam_search_decode",
+    "export_serving",
+    "greedy_decode",
+    "next_token_log_probs",
+    "sample_decode",
+    "teacher_forcing_pair",
+]

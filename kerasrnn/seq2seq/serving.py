@@ -1,0 +1,180 @@
+"""Export a trained `Seq2Seq` model as a string-in, string-out SavedModel.
+
+The SavedModel holds the weights, both vocabularies (a
+`tf.lookup.StaticHashTable` for the source, a constant string tensor for the
+target) and beam search (`beam_search_decode`) in one graph. Its
+`serving_default` signature takes `texts`, a 1-D `tf.string` batch, and
+returns:
+
+- `outputs` `(batch,)` string: the best hypothesis, target tokens joined by
+  `separator` (`<end>` and padding left out);
+- `log_probs` `(batch,)` float32: its log-probability under the model;
+- `beam_outputs` `(batch, beam_width)` string and `beam_log_probs`
+  `(batch, beam_width)`: every hypothesis of the beam, best first.
+
+Loading needs TensorFlow only: `tf.saved_model.load(path)
+.signatures["serving_default"](texts=tf.constant(["hello"]))`.
+
+Every string gets an answer, never an error:
+
+| input | result |
+|---|---|
+| leading/trailing whitespace | stripped first |
+| upper case | lower-cased first (`lowercase=True`, Unicode-aware) |
+| tokens not in the source vocabulary (unseen characters, digits, inner spaces with `split="characters"`, invalid UTF-8 bytes) | dropped |
+| empty, whitespace only, or nothing left after dropping | `""` with log-probability 0.0 |
+| more than `max_input_length` tokens | only the first `max_input_length` are read |
+| a hypothesis that has not ended after `max_output_length` tokens | cut there |
+"""
+
+import keras
+import tensorflow as tf
+
+from kerasrnn.seq2seq.decoding import beam_search_decode, check_positive_int
+from kerasrnn.seq2seq.vocabulary import PAD_ID, UNKNOWN_ID, Vocabulary
+
+SPLITS = ("characters", "whitespace")
+
+
+class StringSeq2Seq(tf.Module):
+    """Strings in, strings out: text normalisation, ids and beam search.
+
+    Args:
+        model: A trained `Seq2Seq` model.
+        source_vocabulary, target_vocabulary: The `Vocabulary` objects the
+            model was trained with.
+        split: `"characters"` (each Unicode character is a source token, as
+            for grapheme-to-phoneme) or `"whitespace"` (words).
+        separator: String joining the output tokens (`" "` for phonemes).
+        lowercase: Whether inputs are lower-cased first.
+        beam_width: B of the beam search.
+        length_penalty: α of the beam search.
+        max_input_length: Source tokens read per input, at most.
+        max_output_length: Target tokens emitted per hypothesis, at most.
+    """
+
+    def __init__(
+        self,
+        model,
+        source_vocabulary,
+        target_vocabulary,
+        split="characters",
+        separator=" ",
+        lowercase=True,
+        beam_width=4,
+        length_penalty=0.0,
+        max_input_length=64,
+        max_output_length=64,
+    ):
+        super().__init__(name="string_seq2seq")
+        for name, vocabulary in (
+            ("source_vocabulary", source_vocabulary),
+            ("target_vocabulary", target_vocabulary),
+        ):
+            if not isinstance(vocabulary, Vocabulary):
+                raise ValueError(
+                    f"Argument `{name}` must be a kerasrnn.seq2seq.Vocabulary. "
+                    f"Received: {name}={vocabulary!r}"
+                )
+        if split not in SPLITS:
+            raise ValueError(
+                f"Argument `split` must be one of {SPLITS}. "
+                f"Received: split={split!r}"
+            )
+        if not isinstance(separator, str):
+            raise ValueError(
+                "Argument `separator` must be a string. "
+                f"Received: separator={separator!r}"
+            )
+        check_positive_int("beam_width", beam_width)
+        check_positive_int("max_input_length", max_input_length)
+        check_positive_int("max_output_length", max_output_length)
+        self.model = model
+        self.split = split
+        self.separator = separator
+        self.lowercase = bool(lowercase)
+        self.beam_width = beam_width
+        self.length_penalty = length_penalty
+        self.max_input_length = max_input_length
+        self.max_output_length = max_output_length
+        self.source_table = tf.lookup.StaticHashTable(
+            tf.lookup.KeyValueTensorInitializer(
+                tf.constant(source_vocabulary.tokens, tf.string),
+                tf.constant(
+                    source_vocabulary.encode(source_vocabulary.tokens), tf.int32
+                ),
+            ),
+            default_value=-1,
+        )
+        self.target_tokens = tf.constant(target_vocabulary.id_to_token())
+
+    def source_ids(self, texts):
+        """`(batch,)` strings -> `(batch, S)` source ids, right-padded with 0.
+
+        There is always at least one padding column, so that an all-empty
+        batch still has a time axis for the encoder.
+        """
+        texts = tf.strings.strip(texts)
+        if self.lowercase:
+            texts = tf.strings.lower(texts, encoding="utf-8")
+        if self.split == "characters":
+            tokens = tf.strings.unicode_split(texts, "UTF-8", errors="replace")
+        else:
+            tokens = tf.strings.split(texts)
+        ids = tf.ragged.map_flat_values(self.source_table.lookup, tokens)
+        ids = tf.ragged.boolean_mask(ids, ids >= 0)[:, : self.max_input_length]
+        batch = tf.shape(texts)[0]
+        return tf.concat(
+            [ids.to_tensor(PAD_ID), tf.zeros([batch, 1], tf.int32)], axis=1
+        )
+
+    def to_strings(self, sequences):
+        """`(batch, B, T)` target ids -> `(batch, B)` strings of the tokens
+        before `<end>`."""
+        shape = tf.shape(sequences)
+        rows = tf.reshape(sequences, [-1, shape[-1]])
+        ragged = tf.ragged.boolean_mask(rows, rows >= UNKNOWN_ID)
+        tokens = tf.ragged.map_flat_values(tf.gather, self.target_tokens, ragged)
+        joined = tf.strings.reduce_join(tokens, axis=-1, separator=self.separator)
+        return tf.reshape(joined, shape[:-1])
+
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="texts")])
+    def serve(self, texts):
+        source = self.source_ids(texts)
+        sequences, log_probs, _ = beam_search_decode(
+            self.model, source, self.beam_width, self.max_output_length,
+            self.length_penalty,
+        )
+        empty = tf.reduce_all(tf.equal(source, PAD_ID), axis=1)
+        beam_outputs = tf.where(empty[:, None], "", self.to_strings(sequences))
+        beam_log_probs = tf.where(empty[:, None], 0.0, log_probs)
+        return {
+            "outputs": beam_outputs[:, 0],
+            "log_probs": beam_log_probs[:, 0],
+            "beam_outputs": beam_outputs,
+            "beam_log_probs": beam_log_probs,
+        }
+
+
+def export_serving(model, path, source_vocabulary, target_vocabulary, **options):
+    """Write `model` and its vocabularies as one SavedModel at `path`.
+
+    Args:
+        model: A trained `Seq2Seq` model.
+        path: Directory to write.
+        source_vocabulary, target_vocabulary: `Vocabulary` objects.
+        **options: `split`, `separator`, `lowercase`, `beam_width`,
+            `length_penalty`, `max_input_length`, `max_output_length`; see
+            `StringSeq2Seq`.
+
+    Returns:
+        The `StringSeq2Seq` module that was saved (callable in process as
+        `module.serve(texts)`).
+    """
+    module = StringSeq2Seq(model, source_vocabulary, target_vocabulary, **options)
+    archive = keras.export.ExportArchive()
+    archive.track(model)
+    archive.track(module.source_table)
+    archive.add_endpoint("serving_default", module.serve)
+    archive.write_out(str(path), verbose=False)
+    return module

@@ -1,0 +1,92 @@
+"""Token ids of a sequence-to-sequence model: reserved ids and a vocabulary.
+
+Every id layout in `kerasrnn.seq2seq` is the same, for sources and targets:
+
+| id | token | role |
+|---|---|---|
+| 0 | `<pad>` | padding; embeddings mask it (`mask_zero=True`), losses skip it |
+| 1 | `<start>` | the decoder's first input y_0 (`eq:rnn-seq2seq`) |
+| 2 | `<end>` | the last target token; decoding stops an example there |
+| 3 | `<unk>` | a token outside the vocabulary (Python-side encoding only) |
+| 4 ... | the vocabulary's own tokens, in the order given |
+
+Decoders never emit `<pad>` or `<start>`.
+"""
+
+PAD_ID = 0
+START_ID = 1
+END_ID = 2
+UNKNOWN_ID = 3
+RESERVED_TOKENS = ("<pad>", "<start>", "<end>", "<unk>")
+
+
+class Vocabulary:
+    """An ordered token list mapped to ids 4, 5, ... after the reserved ids.
+
+    Args:
+        tokens: Iterable of distinct non-empty strings (characters of a
+            word, phonemes, words), none of them a reserved token.
+
+    Example:
+
+    >>> vocabulary = Vocabulary(["a", "b"])
+    >>> vocabulary.encode(["b", "a", "z"])
+    [5, 4, 3]
+    >>> vocabulary.decode([5, 4, 2, 4])
+    ['b', 'a']
+    """
+
+    def __init__(self, tokens):
+        tokens = list(tokens)
+        seen = set()
+        for token in tokens:
+            if not isinstance(token, str) or not token:
+                raise ValueError(
+                    "Argument `tokens` must hold non-empty strings. "
+                    f"Received the token {token!r}"
+                )
+            if token in RESERVED_TOKENS or token in seen:
+                raise ValueError(
+                    "Argument `tokens` must hold distinct strings other than "
+                    f"{RESERVED_TOKENS}. Received {token!r} twice or as a "
+                    "reserved token"
+                )
+            seen.add(token)
+        self.tokens = tokens
+        self.token_to_id = {
+            token: index + len(RESERVED_TOKENS)
+            for index, token in enumerate(tokens)
+        }
+
+    @property
+    def size(self):
+        """Number of ids, reserved ones included (the embedding's input_dim)."""
+        return len(RESERVED_TOKENS) + len(self.tokens)
+
+    def id_to_token(self):
+        """All tokens indexed by id: the reserved ones, then `tokens`."""
+        return list(RESERVED_TOKENS) + self.tokens
+
+    def encode(self, tokens):
+        """Token strings -> ids; unknown tokens become `UNKNOWN_ID`."""
+        return [self.token_to_id.get(token, UNKNOWN_ID) for token in tokens]
+
+    def decode(self, ids):
+        """Ids -> token strings, up to the first `END_ID`, skipping pad/start."""
+        id_to_token = self.id_to_token()
+        tokens = []
+        for index in ids:
+            index = int(index)
+            if index == END_ID:
+                break
+            if index in (PAD_ID, START_ID):
+                continue
+            tokens.append(id_to_token[index])
+        return tokens
+
+    def get_config(self):
+        return {"tokens": list(self.tokens)}
+
+    @classmethod
+    def from_config(cls, config):
+        return cls(**config)

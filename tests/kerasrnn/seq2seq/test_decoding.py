@@ -1,0 +1,138 @@
+"""Greedy, sampling and beam search against the NumPy decoder of eq:rnn-seq2seq."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import keras
+import kerasrnn
+from kerasrnn import seq2seq
+from tests.kerasrnn.seq2seq.numpy_seq2seq import END, NumpySeq2Seq, log_softmax
+
+SOURCE = np.array([[4, 5, 6], [7, 4, 0], [5, 0, 0], [6, 6, 7]])
+
+
+@pytest.fixture(scope="module")
+def model():
+    keras.utils.set_random_seed(7)
+    model = seq2seq.Seq2Seq(
+        8, 6, kerasrnn.LSTMCell(6, bias_initializer="random_normal"),
+        embedding_dim=5, bidirectional=True, context="both",
+    )
+    # Sharper output distributions than at initialisation, so that the
+    # hypotheses are far apart and end early.
+    projection = model.output_projection
+    rng = np.random.default_rng(0)
+    projection.kernel.assign(rng.normal(0, 1.5, projection.kernel.shape))
+    projection.bias.assign(rng.normal(0, 1.0, projection.bias.shape))
+    return model
+
+
+def trimmed(row):
+    """Ids up to and including <end>; the rest must be padding."""
+    row = list(np.asarray(row))
+    length = row.index(END) + 1 if END in row else len(row)
+    assert all(t == 0 for t in row[length:])
+    return row[:length]
+
+
+def test_greedy_matches_numpy(model):
+    sequences, log_probs = seq2seq.greedy_decode(model, SOURCE, 5)
+    reference = NumpySeq2Seq(model)
+    for row in range(len(SOURCE)):
+        expected, expected_lp = reference.greedy(SOURCE[row], 5)
+        assert trimmed(sequences[row]) == expected
+        np.testing.assert_allclose(log_probs[row], expected_lp, rtol=1e-4)
+
+
+def test_beam_width_one_is_greedy(model):
+    greedy, greedy_lp = seq2seq.greedy_decode(model, SOURCE, 6)
+    beam, beam_lp, _ = seq2seq.beam_search_decode(model, SOURCE, 1, 6)
+    np.testing.assert_array_equal(beam[:, 0], greedy)
+    np.testing.assert_allclose(beam_lp[:, 0], greedy_lp, rtol=1e-6)
+
+
+@pytest.mark.parametrize("beam_width, alpha", [(2, 0.0), (3, 0.0), (3, 1.0)])
+def test_beam_search_matches_numpy_beam_search(model, beam_width, alpha):
+    sequences, log_probs, scores = seq2seq.beam_search_decode(
+        model, SOURCE, beam_width, 4, length_penalty=alpha
+    )
+    reference = NumpySeq2Seq(model)
+    for row in range(len(SOURCE)):
+        expected = reference.beam_search(SOURCE[row], beam_width, 4, alpha)
+        assert [trimmed(s) for s in sequences[row].numpy()] == [e[0] for e in expected]
+        np.testing.assert_allclose(log_probs[row], [e[1] for e in expected], rtol=1e-4)
+        np.testing.assert_allclose(scores[row], [e[2] for e in expected], rtol=1e-4)
+
+
+def test_wide_beam_finds_the_exhaustive_best(model):
+    # 3 emittable words and max_length 3: at most 3 + 9 + 27 live prefixes,
+    # so a beam of 40 prunes nothing and must return the brute-force ranking.
+    reference = NumpySeq2Seq(model)
+    sequences, log_probs, _ = seq2seq.beam_search_decode(model, SOURCE, 40, 3)
+    for row in range(len(SOURCE)):
+        hypotheses = sorted(
+            reference.all_hypotheses(SOURCE[row], 6, 3), key=lambda h: -h[1]
+        )
+        top = hypotheses[:5]
+        assert [trimmed(s) for s in sequences[row, :5].numpy()] == [h[0] for h in top]
+        np.testing.assert_allclose(log_probs[row, :5], [h[1] for h in top], rtol=1e-4)
+
+
+def test_sampling_follows_temperature_and_top_k(model):
+    copies = 4000
+    source = np.repeat(SOURCE[:1], copies, axis=0)
+    reference = NumpySeq2Seq(model)
+    states, context = reference.encode(SOURCE[0])
+    first, _ = reference.step(1, states, context)
+    lp = log_softmax(first)
+    emittable = np.array([2, 3, 4, 5])
+    for temperature, top_k in [(0.7, None), (2.0, 2)]:
+        sequences, log_probs = seq2seq.sample_decode(
+            model, source, 4, temperature=temperature, top_k=top_k, seed=11
+        )
+        scaled = lp[emittable] / temperature
+        if top_k is not None:
+            scaled[np.argsort(scaled)[:-top_k]] = -np.inf
+        expected = np.exp(scaled - scaled.max())
+        expected /= expected.sum()
+        counts = np.array([(sequences[:, 0] == t).numpy().sum() for t in emittable])
+        sigma = np.sqrt(copies * expected * (1 - expected)) + 1e-9
+        assert np.all(np.abs(counts - copies * expected) <= 5 * sigma + 0.5)
+        # The reported log-probability is the model's, at temperature 1.
+        for row in range(5):
+            np.testing.assert_allclose(
+                log_probs[row],
+                reference.sequence_log_prob(SOURCE[0], trimmed(sequences[row])),
+                rtol=1e-4,
+            )
+    again, _ = seq2seq.sample_decode(model, source, 4, 2.0, 2, seed=11)
+    np.testing.assert_array_equal(again, sequences)
+
+
+def test_every_decoder_compiles_with_xla(model):
+    source = tf.constant(SOURCE)
+    for decode in (
+        lambda s: seq2seq.greedy_decode(model, s, 5),
+        lambda s: seq2seq.sample_decode(model, s, 5, 0.8, 3, seed=1),
+        lambda s: seq2seq.beam_search_decode(model, s, 3, 5, 0.6),
+    ):
+        plain = decode(source)
+        compiled = tf.function(decode, jit_compile=True)(source)
+        np.testing.assert_array_equal(plain[0], compiled[0])
+        np.testing.assert_allclose(plain[1], compiled[1], rtol=1e-5)
+
+
+@pytest.mark.parametrize(
+    "call, name",
+    [
+        (lambda m: seq2seq.greedy_decode(m, SOURCE, 0), "max_length"),
+        (lambda m: seq2seq.beam_search_decode(m, SOURCE, 0, 4), "beam_width"),
+        (lambda m: seq2seq.beam_search_decode(m, SOURCE, 2, 4, -1.0), "length_penalty"),
+        (lambda m: seq2seq.sample_decode(m, SOURCE, 4, temperature=0.0), "temperature"),
+        (lambda m: seq2seq.sample_decode(m, SOURCE, 4, top_k=0), "top_k"),
+    ],
+)
+def test_bad_arguments(model, call, name):
+    with pytest.raises(ValueError, match=f"`{name}`.*Received: {name}="):
+        call(model)

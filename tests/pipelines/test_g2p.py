@@ -1,0 +1,122 @@
+"""The g2p task: hand-worked WER/PER, and a --quick run end to end."""
+
+import argparse
+import json
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from pipelines.cli import main
+from pipelines.tasks import g2p
+
+
+@pytest.mark.parametrize(
+    "first, second, distance",
+    [
+        ((), (), 0),
+        (("K", "AE1", "T"), ("K", "AE1", "T"), 0),
+        (("K", "AE1", "T"), ("K", "AH0", "T"), 1),  # one substitution
+        (("K", "AE1", "T"), ("K", "AE1", "T", "S"), 1),  # one insertion
+        (("K", "AE1", "T"), ("AE1", "T"), 1),  # one deletion
+        (("K", "AE1", "T"), (), 3),
+        # kitten -> sitting, the textbook example: 3.
+        (tuple("kitten"), tuple("sitting"), 3),
+    ],
+)
+def test_edit_distance_hand_worked(first, second, distance):
+    assert g2p.edit_distance(first, second) == distance
+    assert g2p.edit_distance(second, first) == distance
+
+
+def test_error_rates_hand_worked():
+    predictions = [
+        ["T", "AH0", "M", "EY1", "T", "OW2"],  # equals the 2nd reference
+        ["K", "AE1", "T"],  # stress differs: right only without stress
+        ["D", "AO1", "G", "Z"],  # one insertion against "D AO1 G"
+        ["HH", "AH0", "L", "OW1"],  # 1 sub vs ref 1 (len 4), 2 vs ref 2
+    ]
+    references = [
+        [["T", "AH0", "M", "AA1", "T", "OW2"], ["T", "AH0", "M", "EY1", "T", "OW2"]],
+        [["K", "AE2", "T"]],
+        [["D", "AO1", "G"]],
+        [["HH", "EH0", "L", "OW1"], ["HH", "AH0", "L", "OW1", "Z", "Z"]],
+    ]
+    # With stress: wrong words 2, 3, 4; edits 0 + 1 + 1 + 1 over
+    # closest-reference lengths 6 + 3 + 3 + 4.
+    wer, per = g2p.error_rates(predictions, references, stress=True)
+    assert wer == pytest.approx(3 / 4)
+    assert per == pytest.approx(3 / 16)
+    # Without stress word 2 is right ("K AE T"): edits 0 + 0 + 1 + 1.
+    wer, per = g2p.error_rates(predictions, references, stress=False)
+    assert wer == pytest.approx(2 / 4)
+    assert per == pytest.approx(2 / 16)
+
+
+def test_error_rates_refuse_mismatched_lists():
+    with pytest.raises(ValueError, match="`predictions` and `references`"):
+        g2p.error_rates([["A"]], [])
+
+
+def test_closest_reference_tie_takes_the_shorter():
+    # "K" is one edit from "AE" (substitution) and from "K T" (insertion);
+    # the tie goes to the shorter reference, so PER is 1/1, not 1/2.
+    wer, per = g2p.error_rates([["K"]], [[["AE"], ["K", "T"]]], stress=True)
+    assert (wer, per) == (1.0, 1.0)
+
+
+def test_quick_run_writes_outputs_and_serves_without_kerasrnn(tmp_path):
+    out = tmp_path / "run"
+    assert main(["g2p", "--quick", "--out", str(out), "--epochs", "1"]) == 0
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert 0.0 <= metrics["test_wer"] <= 1.0 and metrics["test_per"] >= 0.0
+    assert metrics["test_per"] <= metrics["test_per_stress"]
+    assert metrics["test_wer"] <= metrics["test_wer_stress"]
+    assert metrics["args"]["quick"] is True and metrics["wall_time_s"] > 0
+    for name in ("history.csv", "model.keras", "learning_curves.png", "tensorboard"):
+        assert (out / name).exists(), name
+    script = textwrap.dedent(
+        f"""
+        import json
+        import sys
+
+        class RefuseProjectImports:
+            def find_spec(self, name, path=None, target=None):
+                if name.split(".")[0] in ("kerasrnn", "pipelines"):
+                    raise ImportError(name)
+                return None
+
+        sys.meta_path.insert(0, RefuseProjectImports())
+        import tensorflow as tf
+
+        serve = tf.saved_model.load({str(out / "saved_model")!r}).signatures["serving_default"]
+        result = serve(texts=tf.constant(["Hello", "", "naïve-42", "x" * 300]))
+        print(json.dumps([text.decode() for text in result["outputs"].numpy()]))
+        """
+    )
+    completed = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=180
+    )
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    outputs = json.loads(completed.stdout.strip().splitlines()[-1])
+    # The empty word reads as "" (documented); the others, however odd,
+    # get ARPAbet phonemes (a model may end a strange input at once).
+    assert outputs[1] == "" and outputs[0]
+    for output in outputs:
+        assert all(p.rstrip("012").isalpha() and p.isupper() for p in output.split())
+
+
+@pytest.mark.parametrize("name", ["linear", "exponential", "inverse_sigmoid"])
+def test_every_schedule_is_one_half_at_the_midpoint(name):
+    config = argparse.Namespace(scheduled_sampling=name, sampling_midpoint=300)
+    schedule = g2p.sampling_schedule(config)
+    # Bengio et al.'s inverse sigmoid starts just below 1: k / (k + 1).
+    assert float(schedule(0)) == pytest.approx(1.0, abs=0.02 if name == "inverse_sigmoid" else 0)
+    assert float(schedule(300)) == pytest.approx(0.5, rel=1e-5)
+    assert float(schedule(3000)) < 0.01
+
+
+def test_no_schedule_is_teacher_forcing():
+    config = argparse.Namespace(scheduled_sampling="none", sampling_midpoint=300)
+    assert g2p.sampling_schedule(config) is None

@@ -1,0 +1,42 @@
+"""The TFDS translation path, offline with tfds.testing.mock_data."""
+
+import numpy as np
+import pytest
+import tensorflow_datasets as tfds
+
+import keras
+import kerasrnn
+from kerasrnn import seq2seq
+from pipelines.data.translation import TranslationConfig, load_translation, most_frequent
+
+
+def test_vocabulary_keeps_the_most_frequent_words():
+    vocabulary = most_frequent([["a", "b", "b"], ["c", "b", "a"], ["d"]], 2)
+    assert vocabulary.tokens == ["b", "a"]
+    assert vocabulary.encode(["a", "d"]) == [5, seq2seq.UNKNOWN_ID]
+
+
+def test_mock_ted_hrlr_trains_a_seq2seq_model():
+    config = TranslationConfig(vocabulary_size=50, max_length=6, batch_size=8)
+    with tfds.testing.mock_data(num_examples=24):
+        datasets, source, target = load_translation(config)
+    inputs, labels = next(iter(datasets["train"]))
+    assert inputs["source"].shape[1] <= 6 and labels.shape[1] <= 7
+    # Each target row: words, then exactly one <end>, then padding.
+    for row in labels.numpy():
+        ends = np.flatnonzero(row == seq2seq.END_ID)
+        assert len(ends) == 1 and not row[ends[0] + 1 :].any() and row[: ends[0]].all()
+    np.testing.assert_array_equal(inputs["decoder_input"][:, 0], seq2seq.START_ID)
+    shifted = labels.numpy()[:, :-1]
+    np.testing.assert_array_equal(
+        inputs["decoder_input"][:, 1:], np.where(shifted == seq2seq.END_ID, 0, shifted)
+    )
+    model = seq2seq.Seq2Seq(source.size, target.size, kerasrnn.GRUCell(8), embedding_dim=8)
+    model.compile(keras.optimizers.Adam(0.01), seq2seq.SequenceCrossEntropy())
+    history = model.fit(datasets["train"], validation_data=datasets["validation"], epochs=3, verbose=0)
+    assert history.history["loss"][-1] < history.history["loss"][0]
+
+
+def test_bad_config():
+    with pytest.raises(ValueError, match="`max_length`.*Received: max_length=0"):
+        TranslationConfig(max_length=0)
