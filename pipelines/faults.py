@@ -19,3 +19,7 @@ class DatasetNotOnDisk(RunFailed):
 
 class MalformedRecord(RunFailed, ValueError):
     """A record of the user's data cannot be used; the message says which."""
+
+
+class BackupUnusable(RunFailed):
+    """An interrupted run left a backup from which nothing can be restored."""

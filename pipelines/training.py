@@ -12,9 +12,20 @@ lands in `config.out`:
     saved_model/        `model.export`: serves without kerasrnn
     tensorboard/        TensorBoard logs
     history_raw.csv     the epoch log as `keras.callbacks.CSVLogger` appends it
-    backup/             `keras.callbacks.BackupAndRestore` state while a run is
-                        unfinished; rerunning the same command resumes from it
+    backup/             the training state while a run is unfinished: the two
+                        newest generations `epoch-NNNNNN/`, each with the
+                        weights (optimizer included) and its epoch in
+                        `training_metadata.json`; rerunning the same command
+                        resumes from the newest one that is intact
     last_good.weights.h5  the weights after the last epoch whose loss was finite
+
+A kill may land at any moment, so no file a rerun reads is ever written in
+place (see `TrainingBackup`). `keras.callbacks.BackupAndRestore` (Keras 3.15)
+is not used for this reason: it overwrites `latest.weights.h5` and then
+truncates and rewrites `training_metadata.json`; a kill in between leaves an
+empty or partial JSON file whose `JSONDecodeError` its restore does not
+catch, or a metadata file without weights, which it silently resumes from
+with untrained weights; its `double_checkpoint` copies are not atomic either.
 
 Distribution (`--strategy`): `default` is one device; `mirrored` is
 `tf.distribute.MirroredStrategy` over the local GPUs, or over the logical CPU
@@ -36,10 +47,12 @@ worker can read (the backup is restored from it); worker 0 writes.
 """
 
 import csv
+import hashlib
 import json
 import math
 import os
 import pathlib
+import re
 import shutil
 import tempfile
 import time
@@ -48,7 +61,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from pipelines.faults import RunFailed, TrainingDiverged
+from pipelines.faults import BackupUnusable, RunFailed, TrainingDiverged
 
 __all__ = ["RunContext", "RunFailed", "make_strategy", "run_task"]
 
@@ -91,7 +104,7 @@ class StopOnNonFiniteLoss(keras.callbacks.Callback):
     """Stops training at the first NaN or infinite loss, keeping good weights.
 
     `keras.callbacks.TerminateOnNaN` lets the epoch end normally, so the
-    callbacks after it (BackupAndRestore, checkpoints) would save the
+    callbacks after it (the backup, checkpoints) would save the
     diverged weights. This one saves the weights after every finite epoch
     to `path`, and on a non-finite batch loss puts them back into the model
     and raises `TrainingDiverged`, which ends `fit` before any callback can
@@ -113,7 +126,7 @@ class StopOnNonFiniteLoss(keras.callbacks.Callback):
             self.diverge(batch, loss)
 
     def on_epoch_end(self, epoch, logs=None):
-        self.model.save_weights(self.path, overwrite=True)
+        save_weights_atomically(self.model, self.path)
         self.good_epoch = epoch + 1
 
     def diverge(self, batch, loss):
@@ -130,6 +143,223 @@ class StopOnNonFiniteLoss(keras.callbacks.Callback):
             f"batch {batch + 1}; training stopped. {kept} Try a lower "
             "--learning-rate or --clipnorm (eq:rnn-clip)."
         )
+
+
+def fsync_path(path):
+    """Flush a file or directory to disk (a rename is durable only then)."""
+    descriptor = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(descriptor)
+    finally:
+        os.close(descriptor)
+
+
+def save_weights_atomically(model, path):
+    """`model.save_weights(path)` that a kill leaves whole or untouched.
+
+    The weights go to a scratch file beside `path` that `os.replace` then
+    renames over it in one step.
+    """
+    path = pathlib.Path(path)
+    scratch = path.with_name(f".partial-{path.name}")
+    model.save_weights(scratch, overwrite=True)
+    fsync_path(scratch)
+    os.replace(scratch, path)
+
+
+def file_sha256(path):
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+class TrainingBackup:
+    """The training state after each finished epoch, safe against kills.
+
+    Each backup is a generation directory `epoch-NNNNNN/` (N finished
+    epochs) holding `model.weights.h5` (the model's and the optimizer's
+    variables) and `training_metadata.json` (`epoch` and the SHA-256 of the
+    weights file). A generation is written under a `.partial` name and
+    renamed into place in one step, so a kill leaves either the whole
+    generation or none of it; the two newest are kept. Restoring takes the
+    newest generation whose metadata parses, names its own epoch, matches
+    its weights' checksum and loads; a damaged one falls back to the one
+    before it.
+
+    Args:
+        directory: The `backup/` directory.
+        keep: Generations kept.
+    """
+
+    WEIGHTS = "model.weights.h5"
+    METADATA = "training_metadata.json"
+    NAME = re.compile(r"epoch-(\d{6})")
+
+    def __init__(self, directory, keep=2):
+        self.directory = pathlib.Path(directory)
+        self.keep = keep
+
+    def generations(self):
+        """`(epoch, directory)` of every complete generation, newest first."""
+        if not self.directory.is_dir():
+            return []
+        found = []
+        for entry in self.directory.iterdir():
+            match = self.NAME.fullmatch(entry.name)
+            if match and entry.is_dir():
+                found.append((int(match.group(1)), entry))
+        return sorted(found, reverse=True)
+
+    def exists(self):
+        """Whether anything of a backup is on disk, complete or not."""
+        return self.directory.exists()
+
+    def save(self, model, epoch):
+        """Write the generation of `epoch` finished epochs; drop old ones."""
+        self.directory.mkdir(parents=True, exist_ok=True)
+        final = self.directory / f"epoch-{epoch:06d}"
+        partial = self.directory / f"epoch-{epoch:06d}.partial"
+        # Left by a kill while this epoch was being written before.
+        shutil.rmtree(partial, ignore_errors=True)
+        partial.mkdir()
+        weights = partial / self.WEIGHTS
+        model.save_weights(weights, overwrite=True)
+        fsync_path(weights)
+        metadata = partial / self.METADATA
+        digest = file_sha256(weights)
+        metadata.write_text(
+            json.dumps({"epoch": epoch, "weights_sha256": digest})
+        )
+        fsync_path(metadata)
+        fsync_path(partial)
+        if final.exists():
+            # A damaged generation the restore skipped: this one replaces it.
+            self.retire(final)
+        os.replace(partial, final)
+        fsync_path(self.directory)
+        for _, older in self.generations()[self.keep :]:
+            self.retire(older)
+
+    def retire(self, generation):
+        """Remove a generation; renamed first so that no kill leaves half of
+        it under a generation's name."""
+        doomed = generation.with_name(f"{generation.name}.retired")
+        shutil.rmtree(doomed, ignore_errors=True)
+        os.replace(generation, doomed)
+        shutil.rmtree(doomed)
+
+    def problem(self, epoch, generation, model):
+        """Why a generation cannot be restored, or None after loading it."""
+        weights = generation / self.WEIGHTS
+        try:
+            metadata = json.loads((generation / self.METADATA).read_text())
+        except (OSError, ValueError) as error:
+            return f"{self.METADATA} is unreadable ({error})"
+        if not isinstance(metadata, dict) or metadata.get("epoch") != epoch:
+            return f"{self.METADATA} does not name epoch {epoch}: {metadata!r}"
+        try:
+            digest = file_sha256(weights)
+        except OSError as error:
+            return f"{self.WEIGHTS} is unreadable ({error})"
+        if digest != metadata.get("weights_sha256"):
+            return f"{self.WEIGHTS} does not match its recorded checksum"
+        try:
+            model.load_weights(weights)
+        except Exception as error:  # noqa: BLE001
+            # h5py and Keras raise many types for a file that does not fit.
+            kind = type(error).__name__
+            return f"{self.WEIGHTS} does not load ({kind}: {error})"
+        return None
+
+    def restore(self, model):
+        """Load the newest usable generation into `model`.
+
+        `model` must be built and compiled; call inside the strategy scope.
+
+        Returns:
+            The number of finished epochs restored: 0 when there is no
+            complete generation (a fresh run, or a kill during the first
+            backup).
+
+        Raises:
+            BackupUnusable: generations exist and none of them can be
+                restored; the message lists each one and what is wrong.
+        """
+        generations = self.generations()
+        if not generations:
+            return 0
+        if model.optimizer is not None and not model.optimizer.built:
+            # The backup holds the optimizer's variables too.
+            model.optimizer.build(model.trainable_variables)
+        problems = []
+        for epoch, generation in generations:
+            problem = self.problem(epoch, generation, model)
+            if problem is None:
+                for _, damaged in generations[: len(problems)]:
+                    self.retire(damaged)
+                if problems:
+                    print(
+                        "The newest backup is damaged ("
+                        + "; ".join(problems)
+                        + "); resuming from the one before it, "
+                        f"epoch {epoch}.",
+                        flush=True,
+                    )
+                return epoch
+            problems.append(f"{generation}: {problem}")
+        raise BackupUnusable(
+            "the run in this output directory was interrupted and no backup "
+            "in it can be restored:\n  "
+            + "\n  ".join(problems)
+            + f"\nDelete {self.directory} to start the run over from epoch 1, "
+            "or pass another --out."
+        )
+
+    def delete(self):
+        """Remove the whole backup once training finished."""
+        if not self.directory.exists():
+            return
+        doomed = self.directory.with_name(f"{self.directory.name}.finished")
+        shutil.rmtree(doomed, ignore_errors=True)
+        # One rename, so that a kill during the removal cannot leave damaged
+        # generations for a rerun to refuse.
+        os.replace(self.directory, doomed)
+        shutil.rmtree(doomed)
+
+
+class BackupEachEpoch(keras.callbacks.Callback):
+    """Writes a `TrainingBackup` generation at the end of every epoch."""
+
+    def __init__(self, backup):
+        super().__init__()
+        self.backup = backup
+
+    def on_epoch_end(self, epoch, logs=None):
+        self.backup.save(self.model, epoch + 1)
+
+
+def keep_history_before(path, epoch):
+    """Keep in a raw epoch log only the complete rows of epochs < `epoch`.
+
+    Rows of later epochs (trained after the restored backup) are trained
+    again; a row cut short by a kill has no line end.
+    """
+    path = pathlib.Path(path)
+    if not path.exists():
+        return
+    with open(path, newline="") as handle:
+        lines = [line for line in handle if line.endswith("\n")]
+    kept = lines[:1] + [
+        line
+        for line in lines[1:]
+        if int(next(csv.reader([line]))[0]) < epoch
+    ]
+    scratch = path.with_name(f".partial-{path.name}")
+    with open(scratch, "w", newline="") as handle:
+        handle.writelines(kept)
+    os.replace(scratch, path)
 
 
 class RunContext:
@@ -212,10 +442,7 @@ class RunContext:
             keras.callbacks.CSVLogger(
                 str(write / "history_raw.csv"), append=True
             ),
-            # Two generations, so a kill while writing one leaves the other.
-            keras.callbacks.BackupAndRestore(
-                str(write / "backup"), double_checkpoint=True
-            ),
+            BackupEachEpoch(self.backup),
             keras.callbacks.TensorBoard(str(write / "tensorboard")),
             *extra,
         ]
@@ -240,26 +467,59 @@ class RunContext:
         """
         epochs = epochs or self.config.epochs
         self.write_dir.mkdir(parents=True, exist_ok=True)
-        if not (self.out_dir / "backup").exists():
-            # A fresh run: good weights left by an earlier run in the same
-            # directory must not be restored into this one.
-            (self.write_dir / "last_good.weights.h5").unlink(missing_ok=True)
-            (self.write_dir / "history_raw.csv").unlink(missing_ok=True)
+        start = self.resume(model)
         if is_multiworker(self.strategy):
-            self.fit_multiworker(model, train, validation, epochs)
+            self.fit_multiworker(model, train, validation, start, epochs)
         else:
             model.fit(
                 train,
                 validation_data=validation,
                 epochs=epochs,
+                initial_epoch=start,
                 callbacks=self.callbacks(callbacks),
                 verbose=1 if self.is_chief else 0,
                 shuffle=False,  # the datasets shuffle themselves, seeded
             )
+        if self.is_chief:
+            self.backup.delete()
         history = self.finish_history()
         return history
 
-    def fit_multiworker(self, model, train, validation, epochs):
+    @property
+    def backup(self):
+        """The run's `TrainingBackup`, read by every worker."""
+        return TrainingBackup(self.out_dir / "backup")
+
+    def resume(self, model):
+        """Restore an interrupted run's backup into `model`.
+
+        Returns:
+            The number of finished epochs restored (0 for a fresh run).
+
+        Raises:
+            BackupUnusable: there is a backup and none of it restores.
+        """
+        with self.strategy.scope():
+            start = self.backup.restore(model)
+        raw = self.write_dir / "history_raw.csv"
+        good = self.write_dir / "last_good.weights.h5"
+        if start == 0:
+            # A fresh run: good weights and epochs left by an earlier run in
+            # the same directory must not be mixed into this one.
+            good.unlink(missing_ok=True)
+            raw.unlink(missing_ok=True)
+            return 0
+        if self.is_chief:
+            print(
+                f"Resuming after epoch {start} from {self.backup.directory}."
+            )
+        keep_history_before(raw, start)
+        # The good weights are now the restored ones, not those of an epoch
+        # the interrupted run finished after its last backup.
+        save_weights_atomically(model, good)
+        return start
+
+    def fit_multiworker(self, model, train, validation, start, epochs):
         """The training loop for `MultiWorkerMirroredStrategy`.
 
         The same `model.train_step` / `test_step` that `fit` runs, called on
@@ -270,12 +530,11 @@ class RunContext:
         """
         strategy = self.strategy
         write = self.write_dir
-        backup_weights = self.out_dir / "backup" / "model.weights.h5"
-        backup_state = self.out_dir / "backup" / "training_metadata.json"
         history_path = write / "history_raw.csv"
 
         with strategy.scope():
-            model.optimizer.build(model.trainable_variables)
+            if not model.optimizer.built:
+                model.optimizer.build(model.trainable_variables)
 
         # Bucketed batches differ in length; without reduce_retracing every
         # new length would compile another graph.
@@ -293,10 +552,6 @@ class RunContext:
                 for name, value in logs.items()
             }
 
-        start = 0
-        if backup_state.exists():
-            model.load_weights(backup_weights)
-            start = json.loads(backup_state.read_text())["epoch"]
         guard = StopOnNonFiniteLoss(write / "last_good.weights.h5")
         guard.set_model(model)
         writer = tf.summary.create_file_writer(str(write / "tensorboard"))
@@ -335,16 +590,12 @@ class RunContext:
                 for name, value in row.items():
                     tf.summary.scalar(name, value, step=epoch)
             if self.is_chief:
-                backup_weights.parent.mkdir(parents=True, exist_ok=True)
-                model.save_weights(backup_weights, overwrite=True)
-                backup_state.write_text(json.dumps({"epoch": epoch + 1}))
+                self.backup.save(model, epoch + 1)
             print(
                 f"Epoch {epoch + 1}/{epochs} "
                 + " ".join(f"{k}={v:.4f}" for k, v in row.items()),
                 flush=True,
             )
-        if self.is_chief:
-            shutil.rmtree(self.out_dir / "backup", ignore_errors=True)
 
     def finish_history(self):
         """Write `history.csv` and the learning curves; return the history."""

@@ -4,9 +4,10 @@ Order, as in the TensorFlow Model Garden loaders: records are checked in
 Python (a bad record is reported by position, not as an error deep inside
 TensorFlow), then `cache` (decoding happens once), a seeded `shuffle`
 (deterministic: the same seed gives the same batches), batching — padded
-batches grouped by length with `bucket_by_sequence_length` for sequences of
-different lengths — and `prefetch(AUTOTUNE)` so the next batch is ready
-while the model trains on this one.
+batches grouped by length (one dataset per length bucket, interleaved by
+`sample_from_datasets`) for sequences of different lengths — and
+`prefetch(AUTOTUNE)` so the next batch is ready while the model trains on
+this one.
 """
 
 import numpy as np
@@ -132,12 +133,21 @@ def bucketed_batches(inputs, labels, batch_size, shuffle, seed, buckets=8):
     steps and 0 on padding, so losses and metrics ignore the padding under
     every strategy.
 
+    Each length bucket is its own cached, shuffled, padded-batched dataset;
+    with `shuffle` the buckets' batches are interleaved by
+    `tf.data.Dataset.sample_from_datasets`, each bucket drawn in proportion
+    to its number of batches, so every example is seen once per epoch.
+    (`bucket_by_sequence_length` groups element by element after the
+    shuffle, at about a tenth of this throughput on the tag task.) Without
+    `shuffle` the buckets follow each other, shortest first.
+
     Args:
         inputs: List of 1-D int32 arrays (ids >= 1; 0 is padding).
         labels: List of 1-D arrays aligned with `inputs` (per-step labels),
             or one label per sequence as a 1-D array/list of scalars.
         batch_size: Global batch size.
-        shuffle: Reshuffle every epoch (seeded).
+        shuffle: Reshuffle every epoch (seeded): the order inside each
+            bucket and the interleaving of the buckets.
         seed: Shuffle seed.
         buckets: Number of length buckets.
 
@@ -148,13 +158,9 @@ def bucketed_batches(inputs, labels, batch_size, shuffle, seed, buckets=8):
     """
     per_step = np.ndim(labels[0]) == 1
     lengths = np.array([len(x) for x in inputs])
-    ragged_inputs = tf.ragged.constant(inputs, dtype=tf.int32)
-    if per_step:
-        label_dtype = tf.as_dtype(np.asarray(labels[0]).dtype)
-        ragged_labels = tf.ragged.constant(labels, dtype=label_dtype)
-    else:
-        ragged_labels = tf.constant(np.asarray(labels))
-    dataset = tf.data.Dataset.from_tensor_slices((ragged_inputs, ragged_labels))
+    boundaries = bucket_boundaries(lengths, buckets)
+    bucket_of = np.searchsorted(boundaries, lengths, side="right")
+    label_dtype = tf.as_dtype(np.asarray(labels[0]).dtype)
 
     def to_example(x, y):
         weight = (
@@ -164,24 +170,48 @@ def bucketed_batches(inputs, labels, batch_size, shuffle, seed, buckets=8):
         )
         return x, y, weight
 
-    dataset = dataset.map(to_example, num_parallel_calls=AUTOTUNE).cache()
-    if shuffle:
-        dataset = dataset.shuffle(
-            len(inputs), seed=seed, reshuffle_each_iteration=True
+    step_shape = [None] if per_step else []
+    padded_shapes = ([None], step_shape, step_shape)
+    per_bucket, batch_counts = [], []
+    for bucket in np.unique(bucket_of):
+        members = np.flatnonzero(bucket_of == bucket)
+        bucket_inputs = tf.ragged.constant(
+            [inputs[i] for i in members], dtype=tf.int32
         )
-    boundaries = bucket_boundaries(lengths, buckets)
-    dataset = dataset.bucket_by_sequence_length(
-        element_length_func=lambda x, y, w: tf.shape(x)[0],
-        bucket_boundaries=boundaries,
-        bucket_batch_sizes=[batch_size] * (len(boundaries) + 1),
-        pad_to_bucket_boundary=False,
+        if per_step:
+            bucket_labels = tf.ragged.constant(
+                [labels[i] for i in members], dtype=label_dtype
+            )
+        else:
+            bucket_labels = tf.constant(np.asarray(labels)[members])
+        dataset = (
+            tf.data.Dataset.from_tensor_slices((bucket_inputs, bucket_labels))
+            .map(to_example, num_parallel_calls=AUTOTUNE)
+            .cache()
+        )
+        if shuffle:
+            # A seed per bucket: equal-sized buckets must not share an order.
+            dataset = dataset.shuffle(
+                len(members),
+                seed=None if seed is None else seed + int(bucket),
+                reshuffle_each_iteration=True,
+            )
+        per_bucket.append(dataset.padded_batch(batch_size, padded_shapes))
+        batch_counts.append(-(-len(members) // batch_size))
+    if shuffle and len(per_bucket) > 1:
+        dataset = tf.data.Dataset.sample_from_datasets(
+            per_bucket,
+            weights=[count / sum(batch_counts) for count in batch_counts],
+            seed=seed,
+            stop_on_empty_dataset=False,
+            rerandomize_each_iteration=True,
+        )
+    else:
+        dataset = per_bucket[0]
+        for following in per_bucket[1:]:
+            dataset = dataset.concatenate(following)
+    # Stating the total lets the progress bar show it from the first epoch.
+    dataset = dataset.apply(
+        tf.data.experimental.assert_cardinality(sum(batch_counts))
     )
-    # Each bucket yields ceil(size / batch) batches; stating the total lets
-    # the progress bar show it from the first epoch.
-    sizes = np.bincount(
-        np.searchsorted(boundaries, lengths, side="right"),
-        minlength=len(boundaries) + 1,
-    )
-    batches = int(np.sum(-(-sizes // batch_size)))
-    dataset = dataset.apply(tf.data.experimental.assert_cardinality(batches))
     return dataset.prefetch(AUTOTUNE)

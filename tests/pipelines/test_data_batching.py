@@ -99,3 +99,61 @@ def test_shuffling_is_seeded_deterministic_and_reshuffles_each_epoch():
     np.testing.assert_array_equal(
         np.concatenate([y for _, y in collect(unshuffled)]), np.arange(40)
     )
+
+
+def ragged_records(rng, count, longest):
+    lengths = rng.integers(1, longest, size=count)
+    inputs = [rng.integers(1, 50, size=n).astype("int32") for n in lengths]
+    labels = [rng.integers(0, 4, size=n).astype("int32") for n in lengths]
+    return inputs, labels
+
+
+def epoch_order(dataset):
+    """Each example's (inputs, labels) in the order one epoch yields them."""
+    order = []
+    for x, y, w in collect(dataset):
+        for row in range(x.shape[0]):
+            length = int(w[row].sum())
+            order.append((tuple(x[row, :length]), tuple(y[row, :length])))
+    return order
+
+
+def test_bucketed_shuffling_is_seeded_exactly_once_and_new_each_epoch(rng):
+    inputs, labels = ragged_records(rng, 157, 40)
+    expected = sorted((tuple(a), tuple(b)) for a, b in zip(inputs, labels))
+
+    def two_epochs(seed):
+        dataset = bucketed_batches(
+            inputs, labels, batch_size=8, shuffle=True, seed=seed
+        )
+        return [epoch_order(dataset) for _ in range(2)], dataset
+
+    (first, second), dataset = two_epochs(5)
+    (first_again, second_again), _ = two_epochs(5)
+    (other, _), _ = two_epochs(6)
+    # Every example exactly once per epoch, in the stated number of batches.
+    assert sorted(first) == expected and sorted(second) == expected
+    assert len(collect(dataset)) == int(dataset.cardinality())
+    # Buckets hold 8 length ranges of ~20 examples: ceil(size / 8) each.
+    lengths = np.array([len(x) for x in inputs])
+    edges = sorted(
+        {int(q) + 1 for q in np.quantile(lengths, np.arange(1, 8) / 8)}
+    )
+    sizes = np.bincount(np.searchsorted(edges, lengths, side="right"))
+    assert int(dataset.cardinality()) == sum(-(-s // 8) for s in sizes if s)
+    # Reproducible for a seed, reshuffled each epoch, different per seed.
+    assert first == first_again and second == second_again
+    assert first != second
+    assert first != other
+
+
+def test_unshuffled_bucketed_batches_run_shortest_bucket_first(rng):
+    inputs, labels = ragged_records(rng, 60, 25)
+    dataset = bucketed_batches(inputs, labels, 4, shuffle=False, seed=0)
+    order = epoch_order(dataset)
+    assert order == epoch_order(dataset)
+    assert sorted(order) == sorted(
+        (tuple(a), tuple(b)) for a, b in zip(inputs, labels)
+    )
+    longest = [max(len(x) for x, _ in order[i : i + 4]) for i in (0, 56)]
+    assert longest[0] < longest[1]
