@@ -76,7 +76,7 @@ def main(argv=None):
                                         repeats=2 if args.quick else 3)
     _print_table("LSTM gradient step as T grows (per-step cost relative to the first T)",
                  scaling_rows, ["steps", "seconds", "growth_mib", "time_per_step_vs_first",
-                                "memory_per_step_vs_first"])
+                                "mib_per_extra_step"])
 
     pipeline_rows = input_pipeline.input_pipeline_rows(
         quick=args.quick, repeats=repeats, model_batches=3 if args.quick else 20)

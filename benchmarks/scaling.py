@@ -1,9 +1,10 @@
 """Time and peak memory of an LSTM forward + backward pass as T grows.
 
-Each length runs in its own process; after a warm-up step the process's
-peak resident set size is reset (Linux `/proc/self/clear_refs`), so the
-peak measured over the timed steps, less the size before them, is the
-memory one gradient step needs at that length. Cost must grow linearly in T:
+Each length runs in its own process; once the layer is built, the
+process's peak resident set size is reset (Linux `/proc/self/clear_refs`),
+so the peak over the warm-up and timed steps, less the size before them,
+is the memory a gradient step needs at that length (plus a constant for
+tracing the graph, which dominates at short lengths). Cost must grow linearly in T:
 the table prints time and memory per step relative to the shortest T.
 """
 
@@ -32,10 +33,10 @@ def status_kib(field):
             if line.startswith(field + ":"):
                 return int(line.split()[1])
 
-step()  # trace and warm up
 with open("/proc/self/clear_refs", "w") as refs:
     refs.write("5")  # resets the peak resident set size (VmHWM) to now
 before = status_kib("VmRSS")
+step()  # trace and warm up; TensorFlow's allocator keeps what it took
 times = []
 for _ in range(repeats):
     start = time.perf_counter()
@@ -48,7 +49,7 @@ print(json.dumps({"seconds": sorted(times)[len(times) // 2],
 
 def measure(batch, steps, features, units, repeats):
     """Median seconds of one gradient step at length T, and how far the
-    peak RSS (MiB) rose above the process's size before the timed steps."""
+    peak RSS (MiB) rose above the process's size before the first step."""
     out = subprocess.run(
         [sys.executable, "-c", CHILD, *(str(v) for v in (batch, steps, features, units, repeats))],
         capture_output=True,
@@ -59,14 +60,20 @@ def measure(batch, steps, features, units, repeats):
 
 
 def scaling_rows(lengths, batch, features, units, repeats):
-    """One row per T, with cost per step relative to the first length."""
+    """One row per T: time per step relative to the first length, and the
+    memory each extra step costs since the previous length (MiB/step); both
+    stay flat when cost is linear in T."""
     rows = [dict(steps=t, **measure(batch, t, features, units, repeats)) for t in lengths]
     base = rows[0]
+    previous = None
     for row in rows:
         row["time_per_step_vs_first"] = (row["seconds"] / row["steps"]) / (
             base["seconds"] / base["steps"]
         )
-        row["memory_per_step_vs_first"] = (row["growth_mib"] / row["steps"]) / max(
-            base["growth_mib"] / base["steps"], 1e-9
+        row["mib_per_extra_step"] = (
+            (row["growth_mib"] - previous["growth_mib"]) / (row["steps"] - previous["steps"])
+            if previous
+            else float("nan")
         )
+        previous = row
     return rows

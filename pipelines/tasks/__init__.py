@@ -9,7 +9,9 @@ A task module provides:
 - `DATA_SOURCES` (dict str -> str): the values `--data` accepts, mapped to a
   description of the source (package and license, or TFDS name). The key
   `"embedded"` comes first and is the default: data inside an installed
-  package, no network.
+  package, no network. A task without embedded data (`translate`) lists
+  only TFDS sources and sets `data` in `DEFAULTS` to one of them; offline
+  it fails at once with `pipelines.faults.DatasetNotOnDisk`.
 - `DEFAULTS` (dict): the task's values for the shared options (`cell`,
   `units`, `layers`, `bidirectional`, `dropout`, `epochs`, `batch_size`,
   `learning_rate`, `clipnorm`, `seed`, ...; see `pipelines.cli.SHARED_DEFAULTS`)
@@ -40,6 +42,7 @@ TASKS = {
     "charlm": "pipelines.tasks.charlm",
     "tag": "pipelines.tasks.tag",
     "g2p": "pipelines.tasks.g2p",
+    "translate": "pipelines.tasks.translate",
 }
 
 
