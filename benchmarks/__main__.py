@@ -8,7 +8,9 @@ Rows:
      and the machine's large-GEMM peak, measured in the same run;
   3. time and peak memory of an LSTM gradient step as T grows;
   4. for each training task, examples/s of its input pipeline alone vs of
-     its model's train step on batches held in memory, and the ratio.
+     its model's train step on batches held in memory, and the ratio;
+  5. decoding throughput, greedy and beam search (B = 5), one compiled
+     tf.function against a per-step Python loop.
 `--quick` runs tiny shapes and the tasks' `--quick` configurations (a smoke
 test; its numbers mean nothing).
 """
@@ -21,7 +23,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import tensorflow as tf  # noqa: E402
 
-from benchmarks import cells, input_pipeline, scaling  # noqa: E402
+from benchmarks import cells, decoding, input_pipeline, scaling  # noqa: E402
 
 
 def _print_table(title, rows, columns):
@@ -84,6 +86,12 @@ def main(argv=None):
                  "(ratio = input / model; > 1: the model is the bottleneck)",
                  pipeline_rows, ["task", "cell", "units", "batch", "epoch_batches",
                                  "input_examples_per_s", "model_examples_per_s", "ratio"])
+
+    decoding_rows = decoding.decoding_rows(quick=args.quick, repeats=repeats)
+    _print_table("decoding throughput, sequences/s: one tf.function vs a per-step Python loop",
+                 decoding_rows, ["method", "batch", "max_length", "graph_seq_per_s",
+                                 "xla_seq_per_s", "python_loop_seq_per_s", "graph_speedup",
+                                 "xla_speedup"])
 
 
 if __name__ == "__main__":

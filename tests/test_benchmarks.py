@@ -29,6 +29,7 @@ def test_quick_benchmark_prints_every_table():
     assert "| 1000 |" in out
 
     assert "input pipeline vs model train step" in out
+    assert "| greedy |" in out and "| beam B=5 |" in out
     for task in PIPELINE_TASKS:
         # | task | cell | units | batch | epoch_batches | input | model | ratio |
         row = re.search(rf"^\| {task} \| (.*) \|$", out, re.MULTILINE)
@@ -56,3 +57,21 @@ def test_measure_refuses_unknown_tasks_and_empty_runs():
         input_pipeline.measure("translate", quick=True, repeats=1, model_batches=1)
     with pytest.raises(ValueError, match="Received: model_batches=0"):
         input_pipeline.measure("forecast", quick=True, repeats=1, model_batches=0)
+
+
+def test_python_loop_decoders_compute_what_the_compiled_ones_do():
+    """The decoding benchmark's baseline is the same algorithm, step by step."""
+    import numpy as np
+    import tensorflow as tf
+
+    from benchmarks import decoding
+    from kerasrnn import seq2seq
+
+    model = decoding.build_model(16, 30, 72, 6)
+    source = tf.constant(
+        np.random.default_rng(3).integers(seq2seq.END_ID + 1, 30, size=(8, 6)), tf.int32
+    )
+    greedy = seq2seq.greedy_decode(model, source, 8)[0].numpy()
+    np.testing.assert_array_equal(decoding.python_greedy(model, source, 8), greedy)
+    beams = seq2seq.beam_search_decode(model, source, 5, 8)[0].numpy()
+    np.testing.assert_array_equal(decoding.python_beam_search(model, source, 5, 8), beams)
