@@ -16,6 +16,7 @@ A schedule is a callable `schedule(step) -> ε` (float32 scalar tensor)
 that `Seq2Seq(sampling_schedule=...)` evaluates at every training step.
 """
 
+import abc
 import math
 
 import keras
@@ -41,18 +42,24 @@ def check_number(name, value, low, high, low_open=False, high_open=False):
     )
 
 
-class SamplingSchedule:
-    """Base class: maps a training step i to ε_i in [0, 1]."""
+class SamplingSchedule(abc.ABC):
+    """Abstract base: maps a training step i to ε_i in [0, 1].
+
+    A subclass defines `epsilon(step)` (the decay, on a float32 step) and
+    `get_config()` (its constructor arguments, for saving).
+    """
 
     def __call__(self, step):
         """ε at `step` (int or integer tensor), a float32 scalar tensor."""
         return self.epsilon(ops.cast(step, "float32"))
 
+    @abc.abstractmethod
     def epsilon(self, step):
-        raise NotImplementedError
+        """ε_i for a float32 scalar step i."""
 
+    @abc.abstractmethod
     def get_config(self):
-        raise NotImplementedError
+        """The constructor arguments, a dict."""
 
     @classmethod
     def from_config(cls, config):

@@ -64,3 +64,12 @@ def test_config_round_trip(schedule):
 def test_bad_arguments(make, name, value):
     with pytest.raises(ValueError, match=f"`{name}`.*Received: {name}={value!r}"):
         make()
+
+
+def test_the_base_schedule_is_abstract():
+    import pytest
+
+    from kerasrnn.seq2seq import SamplingSchedule
+
+    with pytest.raises(TypeError, match="abstract"):
+        SamplingSchedule()
