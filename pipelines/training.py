@@ -61,6 +61,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from pipelines.durable import fsync_path
 from pipelines.faults import BackupUnusable, RunFailed, TrainingDiverged
 
 __all__ = ["RunContext", "RunFailed", "make_strategy", "run_task"]
@@ -143,15 +144,6 @@ class StopOnNonFiniteLoss(keras.callbacks.Callback):
             f"batch {batch + 1}; training stopped. {kept} Try a lower "
             "--learning-rate or --clipnorm (eq:rnn-clip)."
         )
-
-
-def fsync_path(path):
-    """Flush a file or directory to disk (a rename is durable only then)."""
-    descriptor = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(descriptor)
-    finally:
-        os.close(descriptor)
 
 
 def save_weights_atomically(model, path):

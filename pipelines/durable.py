@@ -1,0 +1,64 @@
+"""File operations that a kill at any moment leaves whole or untouched.
+
+Everything a rerun reads is written under a scratch name and renamed into
+place in one step (`os.replace`), then flushed with `fsync`; a directory is
+removed by renaming it away first, so that no kill leaves half of it under
+its real name.
+"""
+
+import os
+import pathlib
+import shutil
+
+
+def fsync_path(path):
+    """Flush a file or directory to disk (a rename is durable only then)."""
+    descriptor = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(descriptor)
+    finally:
+        os.close(descriptor)
+
+
+def scratch_name(path):
+    """The hidden name beside `path` under which it is written first.
+
+    The suffix is kept, since Keras and Matplotlib choose the format by it.
+    """
+    path = pathlib.Path(path)
+    return path.with_name(f".partial-{path.name}")
+
+
+def remove(path):
+    """Remove a file or a directory tree; nothing if it does not exist."""
+    path = pathlib.Path(path)
+    if path.is_dir() and not path.is_symlink():
+        doomed = path.with_name(f"{path.name}.retired")
+        shutil.rmtree(doomed, ignore_errors=True)
+        os.replace(path, doomed)
+        shutil.rmtree(doomed)
+    else:
+        path.unlink(missing_ok=True)
+
+
+def move_into_place(source, target):
+    """Rename `source` (a file or a directory) to `target`, replacing it.
+
+    A directory cannot be renamed over a non-empty one, so an existing
+    `target` directory is removed first; a kill in between leaves `source`
+    whole and `target` absent.
+    """
+    source, target = pathlib.Path(source), pathlib.Path(target)
+    if target.is_dir() and not target.is_symlink():
+        remove(target)
+    os.replace(source, target)
+    fsync_path(target.parent)
+
+
+def write_text(path, text):
+    """Write `text` to `path` through a scratch file and one rename."""
+    path = pathlib.Path(path)
+    scratch = scratch_name(path)
+    scratch.write_text(text)
+    fsync_path(scratch)
+    move_into_place(scratch, path)
