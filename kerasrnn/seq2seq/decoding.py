@@ -1,36 +1,113 @@
 """Decoding a `Seq2Seq` model: greedy, temperature sampling and beam search.
 
-Each decoder is one `tf.function` built from a `tf.while_loop` over
-fixed-size tensors — no Python work per step — so it runs batched in graph
-mode and also under `tf.function(jit_compile=True)` (XLA). Each example
-stops at its `<end>` token (id 2): from then on it emits padding (id 0) and
-its log-probability no longer changes; the loop ends when every example has
-ended or after `max_length` steps. Pad and start ids are never emitted.
+Each decoder checks its arguments in Python, then runs one `tf.function`
+built from a `tf.while_loop` over fixed-size tensors — no Python work per
+step — so it runs batched in graph mode and also under
+`tf.function(jit_compile=True)` (XLA). Each example stops at its `<end>`
+token (id 2): from then on it emits padding (id 0) and its log-probability no
+longer changes; the loop ends when every example has ended or after
+`max_length` steps. Pad and start ids are never emitted. A source that is all
+padding gets the empty answer (only padding, log-probability 0).
 
 Returned sequences are `(…, max_length)` int32 ids, the `<end>` id included
 where the example ended, then zeros. Log-probabilities are
 log p(y_1 … y_L | x) = Σ_t log p(y_t | y_<t, c) under the model
 (`eq:rnn-seq2seq`), summed over the emitted tokens (`<end>` included).
+
+With `return_alignments=True` (attention models only) each decoder also
+returns the attention weights α of the sequences it returns: `(…,
+max_length, S)` float32, row t the α_t with which token t was emitted, zero
+after the sequence ended; beam search reorders them with its hypotheses.
 """
 
+import numbers
+
+import numpy as np
 import tensorflow as tf
 
-from kerasrnn.seq2seq.model import FORBIDDEN_LOG_PROB, next_token_log_probs
+from kerasrnn.seq2seq.model import FORBIDDEN_LOG_PROB, Seq2Seq, next_token_log_probs
 from kerasrnn.seq2seq.vocabulary import END_ID, PAD_ID, START_ID
 
 
 def check_positive_int(name, value):
-    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+    if not isinstance(value, numbers.Integral) or isinstance(value, bool) or value <= 0:
         raise ValueError(
             f"Argument `{name}` must be a positive integer. "
             f"Received: {name}={value!r}"
         )
 
 
+def check_decoder_arguments(model, source_ids, return_alignments):
+    """Refuse what the model cannot decode, before any TensorFlow op runs.
+
+    Args:
+        model: Must be a `Seq2Seq`.
+        source_ids: `(batch, S)` integer ids in [0, source vocabulary), S ≥ 1.
+            A tensor inside a `tf.function` is checked for rank and dtype
+            only: its values are not known before it runs.
+        return_alignments: A bool; True needs a model with attention.
+
+    Returns:
+        `source_ids` as an int32 tensor.
+    """
+    if not isinstance(model, Seq2Seq):
+        raise ValueError(
+            f"Argument `model` must be a kerasrnn.seq2seq.Seq2Seq. Received: model={model!r}"
+        )
+    if not isinstance(return_alignments, (bool, np.bool_)):
+        raise ValueError(
+            "Argument `return_alignments` must be a boolean. "
+            f"Received: return_alignments={return_alignments!r}"
+        )
+    if return_alignments and model.attention is None:
+        raise ValueError(
+            "Argument `return_alignments=True` needs a model with attention. "
+            f"Received: return_alignments=True for a model with attention={model.attention_kind!r}"
+        )
+    if tf.is_tensor(source_ids) and tf.is_symbolic_tensor(source_ids):
+        if not (source_ids.dtype.is_integer):
+            raise ValueError(
+                "Argument `source_ids` must hold integer ids. "
+                f"Received: dtype {source_ids.dtype.name}"
+            )
+        if source_ids.shape.rank is not None and source_ids.shape.rank != 2:
+            raise ValueError(
+                "Argument `source_ids` must be a (batch, length) batch of ids. "
+                f"Received: shape {tuple(source_ids.shape)}"
+            )
+        return tf.cast(source_ids, tf.int32)
+    ids = np.asarray(source_ids)
+    if ids.dtype.kind not in "iu":
+        raise ValueError(
+            "Argument `source_ids` must hold integer ids (floats would be "
+            f"truncated). Received: dtype {ids.dtype}"
+        )
+    if ids.ndim != 2 or ids.shape[1] == 0:
+        raise ValueError(
+            "Argument `source_ids` must be a (batch, length) batch of ids "
+            f"with length ≥ 1. Received: shape {ids.shape}"
+        )
+    if ids.size and (ids.min() < 0 or ids.max() >= model.source_vocabulary_size):
+        bad = ids.min() if ids.min() < 0 else ids.max()
+        raise ValueError(
+            "Argument `source_ids` must hold ids in [0, "
+            f"{model.source_vocabulary_size}) (the model's source vocabulary). "
+            f"Received: an id {int(bad)}"
+        )
+    return tf.constant(ids, tf.int32)
+
+
 def append_token(sequences, t, tokens):
     """Write `tokens` (…,) at position t of `sequences` (…, max_length)."""
     max_length = tf.shape(sequences)[-1]
     return sequences + tf.one_hot(t, max_length, dtype=tf.int32) * tokens[..., None]
+
+
+def append_alignment(alignments, t, alignment):
+    """Write `alignment` (…, S) at row t of `alignments` (…, max_length, S)."""
+    max_length = tf.shape(alignments)[-2]
+    row = tf.one_hot(t, max_length, dtype=alignments.dtype)[:, None]
+    return alignments + row * alignment[..., None, :]
 
 
 def keep_shapes(step):
@@ -50,26 +127,46 @@ def keep_shapes(step):
     return step_with_shapes
 
 
-def decode_tokens(model, source_ids, max_length, choose):
+def all_padding(source_ids):
+    """`(batch,)` bool: the sources that hold no token."""
+    return tf.reduce_all(tf.equal(source_ids, PAD_ID), axis=-1)
+
+
+def decode_tokens(model, source_ids, max_length, choose, return_alignments):
     """The loop greedy and sampling decoding share.
 
     `choose(t, log_probs (batch, V)) -> tokens (batch,)` picks y_t.
     """
     states, context = model.encode(source_ids)
     batch = tf.shape(source_ids)[0]
+    outputs = {
+        "sequences": tf.zeros([batch, max_length], tf.int32),
+        "log_probs": tf.zeros([batch], tf.float32),
+    }
+    if return_alignments:
+        outputs["alignments"] = tf.zeros(
+            [batch, max_length, tf.shape(source_ids)[1]], tf.float32
+        )
 
-    def step(t, previous, states, finished, sequences, total):
-        logits, new_states = model.decode_step(previous, states, context)
+    def step(t, previous, states, finished, outputs):
+        logits, new_states, alignment = model.decode_step(
+            previous, states, context, return_alignment=True
+        )
         log_probs = next_token_log_probs(logits)
         tokens = choose(t, log_probs)
         tokens = tf.where(finished, PAD_ID, tokens)
         picked = tf.gather(log_probs, tokens, batch_dims=1)
-        total = total + tf.where(finished, 0.0, picked)
-        sequences = append_token(sequences, t, tokens)
+        updated = {
+            "sequences": append_token(outputs["sequences"], t, tokens),
+            "log_probs": outputs["log_probs"] + tf.where(finished, 0.0, picked),
+        }
+        if return_alignments:
+            alignment = tf.where(finished[:, None], 0.0, alignment)
+            updated["alignments"] = append_alignment(outputs["alignments"], t, alignment)
         finished = finished | tf.equal(tokens, END_ID)
-        return t + 1, tokens, new_states, finished, sequences, total
+        return t + 1, tokens, new_states, finished, updated
 
-    _, _, _, _, sequences, total = tf.while_loop(
+    *_, outputs = tf.while_loop(
         lambda t, previous, states, finished, *_: (t < max_length)
         & ~tf.reduce_all(finished),
         keep_shapes(step),
@@ -77,72 +174,44 @@ def decode_tokens(model, source_ids, max_length, choose):
             tf.constant(0),
             tf.fill([batch], START_ID),
             states,
-            tf.zeros([batch], tf.bool),
-            tf.zeros([batch, max_length], tf.int32),
-            tf.zeros([batch], tf.float32),
+            all_padding(source_ids),
+            outputs,
         ),
     )
-    return sequences, total
+    if return_alignments:
+        return outputs["sequences"], outputs["log_probs"], outputs["alignments"]
+    return outputs["sequences"], outputs["log_probs"]
+
+
+def greedy_choice(t, log_probs):
+    return tf.argmax(log_probs, axis=-1, output_type=tf.int32)
 
 
 @tf.function(reduce_retracing=True)
-def greedy_decode(model, source_ids, max_length):
+def compiled_greedy(model, source_ids, max_length, return_alignments):
+    return decode_tokens(model, source_ids, max_length, greedy_choice, return_alignments)
+
+
+def greedy_decode(model, source_ids, max_length, return_alignments=False):
     """y_t = argmax_y p(y | y_<t, c) at every step.
 
     Args:
         model: A `Seq2Seq` model.
         source_ids: `(batch, S)` int ids, right-padded with 0.
         max_length: Positive int, the most tokens emitted per example.
+        return_alignments: Also return α (attention models only).
 
     Returns:
-        `(sequences (batch, max_length) int32, log_probs (batch,) float32)`.
+        `(sequences (batch, max_length) int32, log_probs (batch,) float32)`,
+        and `alignments (batch, max_length, S)` with `return_alignments`.
     """
     check_positive_int("max_length", max_length)
-    return decode_tokens(
-        model,
-        source_ids,
-        max_length,
-        lambda t, log_probs: tf.argmax(log_probs, axis=-1, output_type=tf.int32),
-    )
+    source_ids = check_decoder_arguments(model, source_ids, return_alignments)
+    return compiled_greedy(model, source_ids, int(max_length), bool(return_alignments))
 
 
 @tf.function(reduce_retracing=True)
-def sample_decode(model, source_ids, max_length, temperature=1.0, top_k=None, seed=0):
-    """Draw y_t from softmax(logits / temperature), optionally among the top k.
-
-    Sampling uses the Gumbel-max trick with stateless Philox noise: the same
-    `seed` and inputs give the same samples, with or without XLA.
-
-    Args:
-        model: A `Seq2Seq` model.
-        source_ids: `(batch, S)` int ids, right-padded with 0.
-        max_length: Positive int, the most tokens emitted per example.
-        temperature: Positive float; < 1 sharpens, > 1 flattens.
-        top_k: None (all tokens) or a positive int: sample among the k most
-            likely tokens only (ties at the k-th value are kept).
-        seed: Int seed of the noise.
-
-    Returns:
-        `(sequences (batch, max_length) int32, log_probs (batch,) float32)`;
-        the log-probabilities are the model's (temperature 1, no top-k).
-    """
-    check_positive_int("max_length", max_length)
-    if (
-        isinstance(temperature, bool)
-        or not isinstance(temperature, (int, float))
-        or not temperature > 0
-    ):
-        raise ValueError(
-            "Argument `temperature` must be a positive number. "
-            f"Received: temperature={temperature!r}"
-        )
-    if top_k is not None:
-        check_positive_int("top_k", top_k)
-    if isinstance(seed, bool) or not isinstance(seed, int):
-        raise ValueError(
-            f"Argument `seed` must be an integer. Received: seed={seed!r}"
-        )
-
+def compiled_sample(model, source_ids, max_length, temperature, top_k, seed, return_alignments):
     # All noise is drawn before the loop: a seed computed inside a
     # tf.while_loop gives different streams with and without XLA.
     uniform = tf.random.stateless_uniform(
@@ -158,7 +227,60 @@ def sample_decode(model, source_ids, max_length, temperature=1.0, top_k=None, se
             scaled = tf.where(scaled < kth, FORBIDDEN_LOG_PROB, scaled)
         return tf.argmax(scaled + gumbel[t], axis=-1, output_type=tf.int32)
 
-    return decode_tokens(model, source_ids, max_length, choose)
+    return decode_tokens(model, source_ids, max_length, choose, return_alignments)
+
+
+def sample_decode(
+    model, source_ids, max_length, temperature=1.0, top_k=None, seed=0,
+    return_alignments=False,
+):
+    """Draw y_t from softmax(logits / temperature), optionally among the top k.
+
+    Sampling uses the Gumbel-max trick with stateless Philox noise: the same
+    `seed` and inputs give the same samples, with or without XLA.
+
+    Args:
+        model: A `Seq2Seq` model.
+        source_ids: `(batch, S)` int ids, right-padded with 0.
+        max_length: Positive int, the most tokens emitted per example.
+        temperature: Positive float; < 1 sharpens, > 1 flattens.
+        top_k: None (all tokens) or an int in [1, V]: sample among the k most
+            likely tokens only (ties at the k-th value are kept).
+        seed: Int seed of the noise.
+        return_alignments: Also return α (attention models only).
+
+    Returns:
+        `(sequences (batch, max_length) int32, log_probs (batch,) float32)`,
+        and `alignments (batch, max_length, S)` with `return_alignments`;
+        the log-probabilities are the model's (temperature 1, no top-k).
+    """
+    check_positive_int("max_length", max_length)
+    if (
+        isinstance(temperature, bool)
+        or not isinstance(temperature, numbers.Real)
+        or not 0 < temperature < float("inf")
+    ):
+        raise ValueError(
+            "Argument `temperature` must be a positive, finite number. "
+            f"Received: temperature={temperature!r}"
+        )
+    if top_k is not None:
+        check_positive_int("top_k", top_k)
+        if isinstance(model, Seq2Seq) and top_k > model.target_vocabulary_size:
+            raise ValueError(
+                "Argument `top_k` must be at most the target vocabulary size "
+                f"{model.target_vocabulary_size}. Received: top_k={top_k!r}"
+            )
+        top_k = int(top_k)
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
+        raise ValueError(
+            f"Argument `seed` must be an integer. Received: seed={seed!r}"
+        )
+    source_ids = check_decoder_arguments(model, source_ids, return_alignments)
+    return compiled_sample(
+        model, source_ids, int(max_length), float(temperature), top_k, int(seed),
+        bool(return_alignments),
+    )
 
 
 def length_penalty_factor(lengths, alpha):
@@ -167,39 +289,7 @@ def length_penalty_factor(lengths, alpha):
 
 
 @tf.function(reduce_retracing=True)
-def beam_search_decode(model, source_ids, beam_width, max_length, length_penalty=0.0):
-    """Beam search: keep the `beam_width` best hypotheses at every step.
-
-    At step t every live hypothesis is extended by every token and every
-    ended hypothesis is carried over unchanged; the `beam_width` candidates
-    with the best score log p(y_1 … y_L | x) / lp(L), lp(L) = ((5 + L)/6)^α
-    and L the hypothesis length with `<end>`, survive. With α = 0 the score
-    is the log-probability, and `beam_width=1` is greedy decoding.
-
-    Args:
-        model: A `Seq2Seq` model.
-        source_ids: `(batch, S)` int ids, right-padded with 0.
-        beam_width: Positive int, B.
-        max_length: Positive int, the most tokens per hypothesis.
-        length_penalty: α ≥ 0; larger favours longer hypotheses.
-
-    Returns:
-        `(sequences (batch, B, max_length) int32, log_probs (batch, B),
-        scores (batch, B))`, best first by score.
-    """
-    check_positive_int("beam_width", beam_width)
-    check_positive_int("max_length", max_length)
-    if (
-        isinstance(length_penalty, bool)
-        or not isinstance(length_penalty, (int, float))
-        or not length_penalty >= 0
-    ):
-        raise ValueError(
-            "Argument `length_penalty` must be a number ≥ 0. "
-            f"Received: length_penalty={length_penalty!r}"
-        )
-    alpha = float(length_penalty)
-    width = beam_width
+def compiled_beam_search(model, source_ids, width, max_length, alpha, return_alignments):
     states, context = model.encode(source_ids)
     batch = tf.shape(source_ids)[0]
 
@@ -208,7 +298,7 @@ def beam_search_decode(model, source_ids, beam_width, max_length, length_penalty
         return tf.repeat(tensor, width, axis=0)
 
     states = [tile(state) for state in states]
-    context = None if context is None else tile(context)
+    context = tf.nest.map_structure(tile, context)
     vocabulary_size = model.target_vocabulary_size
     # Only beam 0 is alive at first, so the first step expands one hypothesis.
     log_probs = tf.tile(
@@ -219,53 +309,116 @@ def beam_search_decode(model, source_ids, beam_width, max_length, length_penalty
     ended_row = tf.where(
         tf.equal(tf.range(vocabulary_size), PAD_ID), 0.0, FORBIDDEN_LOG_PROB
     )
+    hypotheses = {
+        "sequences": tf.zeros([batch, width, max_length], tf.int32),
+        "lengths": tf.zeros([batch, width], tf.int32),
+        "log_probs": log_probs,
+    }
+    if return_alignments:
+        hypotheses["alignments"] = tf.zeros(
+            [batch, width, max_length, tf.shape(source_ids)[1]], tf.float32
+        )
 
-    def step(t, previous, states, finished, lengths, sequences, log_probs):
-        logits, new_states = model.decode_step(previous, states, context)
+    def step(t, previous, states, finished, hypotheses):
+        logits, new_states, alignment = model.decode_step(
+            previous, states, context, return_alignment=True
+        )
         step_log_probs = tf.reshape(
             next_token_log_probs(logits), [batch, width, vocabulary_size]
         )
         step_log_probs = tf.where(
             finished[..., None], ended_row[None, None], step_log_probs
         )
-        candidates = log_probs[..., None] + step_log_probs
-        candidate_lengths = lengths + tf.cast(~finished, tf.int32)
+        candidates = hypotheses["log_probs"][..., None] + step_log_probs
+        candidate_lengths = hypotheses["lengths"] + tf.cast(~finished, tf.int32)
         scores = candidates / length_penalty_factor(
             candidate_lengths, alpha
         )[..., None]
         _, best = tf.math.top_k(tf.reshape(scores, [batch, -1]), k=width)
         parents = best // vocabulary_size
-        tokens = best % vocabulary_size
-        log_probs = tf.gather(
-            tf.reshape(candidates, [batch, -1]), best, batch_dims=1
-        )
-        lengths = tf.gather(candidate_lengths, parents, batch_dims=1)
-        was_finished = tf.gather(finished, parents, batch_dims=1)
-        sequences = tf.gather(sequences, parents, batch_dims=1)
-        sequences = append_token(sequences, t, tokens)
-        finished = was_finished | tf.equal(tokens, END_ID)
-        rows = tf.reshape(
-            parents + width * tf.range(batch)[:, None], [-1]
-        )
-        new_states = [tf.gather(state, rows) for state in new_states]
-        tokens = tf.reshape(tokens, [-1])
-        return (
-            t + 1, tokens, new_states, finished, lengths, sequences, log_probs,
-        )
 
-    _, _, _, _, lengths, sequences, log_probs = tf.while_loop(
+        def reorder(tensor):
+            return tf.gather(tensor, parents, batch_dims=1)
+
+        was_finished = reorder(finished)
+        # When fewer than B candidates are possible, top_k also returns
+        # forbidden continuations of ended hypotheses (at −1e9): they stay
+        # padding, so an ended hypothesis never grows.
+        tokens = tf.where(was_finished, PAD_ID, best % vocabulary_size)
+        updated = {
+            "sequences": append_token(reorder(hypotheses["sequences"]), t, tokens),
+            "lengths": reorder(candidate_lengths),
+            "log_probs": tf.gather(
+                tf.reshape(candidates, [batch, -1]), best, batch_dims=1
+            ),
+        }
+        if return_alignments:
+            alignment = tf.reshape(alignment, [batch, width, -1])
+            alignment = tf.where(was_finished[..., None], 0.0, reorder(alignment))
+            updated["alignments"] = append_alignment(
+                reorder(hypotheses["alignments"]), t, alignment
+            )
+        finished = was_finished | tf.equal(tokens, END_ID)
+        rows = tf.reshape(parents + width * tf.range(batch)[:, None], [-1])
+        new_states = [tf.gather(state, rows) for state in new_states]
+        return t + 1, tf.reshape(tokens, [-1]), new_states, finished, updated
+
+    # A source that is all padding starts ended: its answer is empty.
+    finished = tf.tile(all_padding(source_ids)[:, None], [1, width])
+    *_, hypotheses = tf.while_loop(
         lambda t, previous, states, finished, *_: (t < max_length)
         & ~tf.reduce_all(finished),
         keep_shapes(step),
-        (
-            tf.constant(0),
-            tf.fill([batch * width], START_ID),
-            states,
-            tf.zeros([batch, width], tf.bool),
-            tf.zeros([batch, width], tf.int32),
-            tf.zeros([batch, width, max_length], tf.int32),
-            log_probs,
-        ),
+        (tf.constant(0), tf.fill([batch * width], START_ID), states, finished, hypotheses),
     )
     # top_k ranked the last step by these very scores: best first already.
-    return sequences, log_probs, log_probs / length_penalty_factor(lengths, alpha)
+    log_probs = hypotheses["log_probs"]
+    scores = log_probs / length_penalty_factor(hypotheses["lengths"], alpha)
+    if return_alignments:
+        return hypotheses["sequences"], log_probs, scores, hypotheses["alignments"]
+    return hypotheses["sequences"], log_probs, scores
+
+
+def beam_search_decode(
+    model, source_ids, beam_width, max_length, length_penalty=0.0,
+    return_alignments=False,
+):
+    """Beam search: keep the `beam_width` best hypotheses at every step.
+
+    At step t every live hypothesis is extended by every token and every
+    ended hypothesis is carried over unchanged; the `beam_width` candidates
+    with the best score log p(y_1 … y_L | x) / lp(L), lp(L) = ((5 + L)/6)^α
+    and L the hypothesis length with `<end>`, survive. With α = 0 the score
+    is the log-probability, and `beam_width=1` is greedy decoding. The
+    decoder states — the attentional vector of Luong's input feeding
+    included — are reordered with the hypotheses at every step.
+
+    Args:
+        model: A `Seq2Seq` model.
+        source_ids: `(batch, S)` int ids, right-padded with 0.
+        beam_width: Positive int, B.
+        max_length: Positive int, the most tokens per hypothesis.
+        length_penalty: α ≥ 0; larger favours longer hypotheses.
+        return_alignments: Also return α (attention models only).
+
+    Returns:
+        `(sequences (batch, B, max_length) int32, log_probs (batch, B),
+        scores (batch, B))`, best first by score, and `alignments (batch, B,
+        max_length, S)` with `return_alignments`.
+    """
+    check_positive_int("beam_width", beam_width)
+    check_positive_int("max_length", max_length)
+    if (
+        isinstance(length_penalty, bool)
+        or not isinstance(length_penalty, numbers.Real)
+        or not 0 <= length_penalty < float("inf")
+    ):
+        raise ValueError(
+            "Argument `length_penalty` must be a finite number ≥ 0. "
+            f"Received: length_penalty={length_penalty!r}"
+        )
+    source_ids = check_decoder_arguments(model, source_ids, return_alignments)
+    return compiled_beam_search(
+        model, source_ids, int(beam_width), int(max_length), float(length_penalty),
+        bool(return_alignments),
+    )

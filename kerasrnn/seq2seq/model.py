@@ -25,15 +25,36 @@ scheduled sampling (lecture notes §5): per step and per example the ground
 truth with probability ε_i, else the model's own most likely token ŷ_{t-1};
 ε_i is logged as `epsilon` at every training step.
 
+Attention (`attention="bahdanau" | "luong"`, `kerasrnn.seq2seq.attention`)
+removes the single-vector bottleneck: the encoder's top-layer outputs
+H = [h_1 … h_S] become a memory that every decoder step reads through
+weights α_t over the real source positions (the context modes still apply
+on top):
+
+- Bahdanau:  α_t = softmax_M(vᵀ tanh(W_s d_{t-1} + W_h h_j)),
+             a_t = Σ_j α_tj h_j,
+             s_t, d_t = f(d_{t-1}, [E y_{t-1}; a_t]),   logits_t = W_o s_t + b_o;
+- Luong:     s_t, d_t = f(d_{t-1}, [E y_{t-1}; ã_{t-1}]) (input feeding; ã_0 = 0),
+             α_t = softmax_M(s_tᵀ W h_j),  a_t = Σ_j α_tj h_j,
+             ã_t = tanh(W_c [s_t; a_t]),  logits_t = W_o ã_t + b_o.
+
+d_{t-1} in the Bahdanau score is the first component of the decoder state
+(h_{t-1} for every kerasrnn cell and Keras's). With attention the decoder is
+unrolled by `unroll`, the same step function (`decode_step`) that scheduled
+sampling and every decoder call, so training and decoding cannot drift apart.
+
 Token ids follow `kerasrnn.seq2seq.vocabulary`: 0 pads, 1 starts, 2 ends.
 The source embedding masks padding (`mask_zero=True`), so the encoder reads
 only real tokens in both directions; the decoder needs no mask, because
 right padding only follows the last real step and the loss skips it.
 """
 
+import contextlib
 import json
+import numbers
 
 import keras
+import numpy as np
 import tensorflow as tf
 from keras import ops
 
@@ -42,6 +63,11 @@ from keras import ops
 # keras.layers.RNN does (see kerasrnn/cells/base.py; keras is pinned).
 from keras.src.layers.rnn.dropout_rnn_cell import DropoutRNNCell
 
+from kerasrnn.seq2seq.attention import (
+    ATTENTIONS,
+    BahdanauAttention,
+    LuongAttention,
+)
 from kerasrnn.seq2seq.schedules import SamplingSchedule
 from kerasrnn.seq2seq.vocabulary import END_ID, PAD_ID, START_ID
 
@@ -138,6 +164,38 @@ def state_sizes(cell):
     return list(sizes) if isinstance(sizes, (list, tuple)) else [sizes]
 
 
+def is_count(value):
+    """True for an int-like number (NumPy integers included), never a bool."""
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+@contextlib.contextmanager
+def sequence_dropout_masks(cell, step_input, state, training):
+    """Draw `cell`'s per-sequence dropout masks before a hand-written loop.
+
+    keras.layers.RNN draws a cell's input and recurrent masks once per
+    sequence, outside its loop, so that the loop body stays stateless; a loop
+    written here must do the same, and must release the cached masks even when
+    the loop fails, or the next call would reuse stale ones.
+
+    Args:
+        cell: The recurrent cell the loop steps.
+        step_input: `(batch, input_size)` tensor shaped like one step's input.
+        state: `(batch, n)` tensor shaped like the recurrent state.
+        training: Whether dropout applies.
+    """
+    uses_masks = isinstance(cell, DropoutRNNCell)
+    if training and uses_masks:
+        cell.get_dropout_mask(step_input)
+        cell.get_recurrent_dropout_mask(state)
+    try:
+        yield
+    finally:
+        if uses_masks:
+            cell.reset_dropout_mask()
+            cell.reset_recurrent_dropout_mask()
+
+
 @keras.saving.register_keras_serializable(package="kerasrnn")
 class Seq2Seq(keras.Model):
     """Encoder–decoder over token ids (`eq:rnn-seq2seq`); see the module doc.
@@ -154,6 +212,11 @@ class Seq2Seq(keras.Model):
         encoder_layers: Number of stacked encoder layers (≥ 1).
         bidirectional: Wrap each encoder layer in `keras.layers.Bidirectional`.
         context: `"initial_state"`, `"every_step"` or `"both"`.
+        attention: None (the fixed context only), `"bahdanau"` or `"luong"`.
+        attention_units: Bahdanau's u, the hidden size of the score;
+            default the decoder's output size. Bahdanau only.
+        input_feeding: Luong only (default True): feed ã_{t-1} into the
+            cell's input at step t.
         sampling_schedule: None (teacher forcing) or a `SamplingSchedule`.
         seed: Seed of the scheduled-sampling coin flips.
         **kwargs: Passed to `keras.Model` (`name`, ...).
@@ -168,9 +231,10 @@ class Seq2Seq(keras.Model):
 
     Example:
 
-    >>> model = Seq2Seq(30, 40, kerasrnn.LSTMCell(32), bidirectional=True)
+    >>> model = Seq2Seq(30, 40, kerasrnn.LSTMCell(32), bidirectional=True,
+    ...                 attention="luong")
     >>> model.compile("adam", SequenceCrossEntropy())
-    >>> model.fit(dataset.map(teacher_forcing_pair), epochs=5)
+    >>> model.fit(dataset.map(teacher_forcing_pair), epochs=5)  # doctest: +SKIP
     """
 
     def __init__(
@@ -182,6 +246,9 @@ class Seq2Seq(keras.Model):
         encoder_layers=1,
         bidirectional=False,
         context="initial_state",
+        attention=None,
+        attention_units=None,
+        input_feeding=None,
         sampling_schedule=None,
         seed=None,
         **kwargs,
@@ -193,7 +260,7 @@ class Seq2Seq(keras.Model):
             ("embedding_dim", embedding_dim, 1),
             ("encoder_layers", encoder_layers, 1),
         ):
-            if isinstance(value, bool) or not isinstance(value, int) or value < low:
+            if not is_count(value) or value < low:
                 raise ValueError(
                     f"Argument `{name}` must be an integer ≥ {low}. "
                     f"Received: {name}={value!r}"
@@ -213,6 +280,7 @@ class Seq2Seq(keras.Model):
                 f"Argument `context` must be one of {CONTEXTS}. "
                 f"Received: context={context!r}"
             )
+        self.check_attention_arguments(attention, attention_units, input_feeding)
         if isinstance(sampling_schedule, dict):
             sampling_schedule = keras.saving.deserialize_keras_object(
                 sampling_schedule
@@ -225,13 +293,13 @@ class Seq2Seq(keras.Model):
                 "kerasrnn.seq2seq SamplingSchedule. "
                 f"Received: sampling_schedule={sampling_schedule!r}"
             )
-        self.source_vocabulary_size = source_vocabulary_size
-        self.target_vocabulary_size = target_vocabulary_size
+        self.source_vocabulary_size = int(source_vocabulary_size)
+        self.target_vocabulary_size = int(target_vocabulary_size)
         # Kept as JSON text: Keras wraps dict attributes in tracking
         # structures that cannot be deep-copied into fresh cells.
         self.cell_json = json.dumps(keras.saving.serialize_keras_object(cell))
-        self.embedding_dim = embedding_dim
-        self.encoder_layers = encoder_layers
+        self.embedding_dim = int(embedding_dim)
+        self.encoder_layers = int(encoder_layers)
         self.bidirectional = bool(bidirectional)
         self.context = context
         self.sampling_schedule = sampling_schedule
@@ -241,6 +309,15 @@ class Seq2Seq(keras.Model):
         self.cell_output_size = int(cell.output_size)
         self.uses_initial_state = context in ("initial_state", "both")
         self.uses_every_step = context in ("every_step", "both")
+        self.attention_kind = attention
+        self.attention_units = (
+            None if attention_units is None else int(attention_units)
+        )
+        self.input_feeding = (
+            (True if input_feeding is None else bool(input_feeding))
+            if attention == "luong"
+            else None
+        )
 
         self.source_embedding = keras.layers.Embedding(
             source_vocabulary_size, embedding_dim, mask_zero=True,
@@ -254,7 +331,8 @@ class Seq2Seq(keras.Model):
             top = index == encoder_layers - 1
             layer = keras.layers.RNN(
                 self.copy_cell(f"encoder_cell_{index}"),
-                return_sequences=not top,
+                # With attention the top layer's outputs are the memory H.
+                return_sequences=not top or attention is not None,
                 return_state=top,
                 name=f"encoder_rnn_{index}",
             )
@@ -269,6 +347,13 @@ class Seq2Seq(keras.Model):
                 keras.layers.Dense(size, name=f"bridge_{index}")
                 for index, size in enumerate(self.state_sizes)
             ]
+        self.attention = None
+        if attention == "bahdanau":
+            self.attention = BahdanauAttention(
+                self.attention_units or self.cell_output_size, name="attention"
+            )
+        elif attention == "luong":
+            self.attention = LuongAttention(self.cell_output_size, name="attention")
         self.decoder = keras.layers.RNN(
             self.copy_cell("decoder_cell"), return_sequences=True,
             name="decoder_rnn",
@@ -280,6 +365,39 @@ class Seq2Seq(keras.Model):
         # model restored from its config has its weights before loading them.
         self.build()
 
+    @staticmethod
+    def check_attention_arguments(attention, attention_units, input_feeding):
+        if attention is not None and attention not in ATTENTIONS:
+            raise ValueError(
+                f"Argument `attention` must be None or one of {ATTENTIONS}. "
+                f"Received: attention={attention!r}"
+            )
+        if attention_units is not None:
+            if attention != "bahdanau":
+                raise ValueError(
+                    "Argument `attention_units` sets the hidden size of "
+                    "Bahdanau's score and applies to attention='bahdanau' "
+                    f"only. Received: attention_units={attention_units!r} "
+                    f"with attention={attention!r}"
+                )
+            if not is_count(attention_units) or attention_units < 1:
+                raise ValueError(
+                    "Argument `attention_units` must be a positive integer. "
+                    f"Received: attention_units={attention_units!r}"
+                )
+        if input_feeding is not None:
+            if attention != "luong":
+                raise ValueError(
+                    "Argument `input_feeding` applies to attention='luong' "
+                    f"only. Received: input_feeding={input_feeding!r} with "
+                    f"attention={attention!r}"
+                )
+            if not isinstance(input_feeding, (bool, np.bool_)):
+                raise ValueError(
+                    "Argument `input_feeding` must be a boolean. "
+                    f"Received: input_feeding={input_feeding!r}"
+                )
+
     def copy_cell(self, name):
         config = json.loads(self.cell_json)
         config["config"]["name"] = name
@@ -287,8 +405,26 @@ class Seq2Seq(keras.Model):
 
     @property
     def context_size(self):
-        """Size of c: one encoder direction's output, doubled if bidirectional."""
+        """Size of c and of each h_j: one encoder direction's output, doubled
+        if bidirectional."""
         return self.cell_output_size * (2 if self.bidirectional else 1)
+
+    @property
+    def feeds_attentional_vector(self):
+        """Whether ã_{t-1} joins the decoder input (Luong input feeding)."""
+        return bool(self.input_feeding)
+
+    @property
+    def decoder_input_size(self):
+        """Size of the decoder cell's input: E y plus what the context adds."""
+        size = self.embedding_dim
+        if self.uses_every_step:
+            size += self.context_size
+        if self.attention_kind == "bahdanau":
+            size += self.context_size
+        if self.feeds_attentional_vector:
+            size += self.cell_output_size
+        return size
 
     def build(self, input_shape=None):
         self.source_embedding.build((None, None))
@@ -299,87 +435,247 @@ class Seq2Seq(keras.Model):
             width = self.context_size
         for dense, size in zip(self.bridge, self.state_sizes):
             dense.build((None, 2 * size))
-        decoder_input_size = self.embedding_dim + (
-            self.context_size if self.uses_every_step else 0
-        )
-        self.decoder.build((None, None, decoder_input_size))
+        if self.attention_kind == "bahdanau":
+            self.attention.build_for(self.state_sizes[0], self.context_size)
+        elif self.attention_kind == "luong":
+            self.attention.build_for(self.cell_output_size, self.context_size)
+        self.decoder.build((None, None, self.decoder_input_size))
         self.output_projection.build((None, self.cell_output_size))
 
     # ---------------------------------------------------------------- encode
     def encode(self, source_ids, training=False):
-        """Run the encoder; return the decoder's initial states and c.
+        """Run the encoder; return the decoder's initial states and context.
 
         Args:
             source_ids: `(batch, S)` int ids, right-padded with 0.
             training: Whether encoder dropout applies.
 
         Returns:
-            `(states, context)`: `states` a list of `(batch, n)` tensors (the
-            decoder's d_0; zeros for `context="every_step"`), `context` a
-            `(batch, context_size)` tensor, or None unless the context is fed
-            at every step.
+            `(states, context)`: `states` the decoder's d_0, a list of
+            `(batch, n)` tensors (zeros for `context="every_step"`), followed
+            by ã_0 = 0 for Luong input feeding; `context` a dict of the
+            `(batch, …)` tensors every decoder step reads: `"context"` c
+            `(batch, context_size)` when the context is fed at every step,
+            and with attention `"memory"` H `(batch, S, context_size)`, its
+            projection `"keys"` and `"mask"` `(batch, S)` bool.
         """
         source_ids = ops.cast(source_ids, "int32")
         mask = ops.not_equal(source_ids, PAD_ID)
         x = self.source_embedding(source_ids)
         for layer in self.encoder[:-1]:
             x = layer(x, mask=mask, training=training)
-        final_output, *final_states = self.encoder[-1](
+        top_output, *final_states = self.encoder[-1](
             x, mask=mask, training=training
         )
-        context = final_output if self.uses_every_step else None
+        context = {}
+        final_output = top_output
+        if self.attention is not None:
+            context.update(
+                memory=top_output, keys=self.attention.keys(top_output), mask=mask
+            )
+            final_output = self.final_output(top_output)
+        if self.uses_every_step:
+            context["context"] = final_output
+        batch = ops.shape(source_ids)[0]
         if not self.uses_initial_state:
-            batch = ops.shape(source_ids)[0]
-            return [ops.zeros((batch, size)) for size in self.state_sizes], context
-        if self.bidirectional:
+            states = [
+                ops.zeros((batch, size), self.compute_dtype)
+                for size in self.state_sizes
+            ]
+        elif self.bidirectional:
             count = len(self.state_sizes)
             forward, backward = final_states[:count], final_states[count:]
-            final_states = [
+            states = [
                 dense(ops.concatenate([f, b], axis=-1))
                 for dense, f, b in zip(self.bridge, forward, backward)
             ]
-        return list(final_states), context
+        else:
+            states = list(final_states)
+        if self.feeds_attentional_vector:
+            states.append(ops.zeros((batch, self.cell_output_size), self.compute_dtype))
+        return states, context
+
+    def final_output(self, outputs):
+        """The encoder's final output from its `(batch, S, m)` sequence.
+
+        keras.layers.RNN carries the last real output over masked steps, so
+        the forward direction ends at position S − 1 and the backward
+        direction (re-reversed by `Bidirectional`) at position 0.
+        """
+        if not self.bidirectional:
+            return outputs[:, -1]
+        half = self.cell_output_size
+        return ops.concatenate([outputs[:, -1, :half], outputs[:, 0, half:]], axis=-1)
 
     # ---------------------------------------------------------------- decode
-    def decode_step(self, tokens, states, context, training=False):
+    def decode_step(self, tokens, states, context, training=False, return_alignment=False):
         """One decoder step: y_{t-1} and d_{t-1} -> logits of y_t and d_t.
+
+        The equations are the module doc's; this is the only place they are
+        written, for training and every decoder.
 
         Args:
             tokens: `(batch,)` int ids y_{t-1}.
-            states: List of `(batch, n)` decoder states d_{t-1}.
-            context: `(batch, context_size)` or None (see `encode`).
+            states: List of decoder states, as `encode` returns them.
+            context: The dict `encode` returns.
             training: Whether decoder dropout applies.
+            return_alignment: Also return α_t (attention models only).
 
         Returns:
-            `(logits (batch, V), new_states)`.
+            `(logits (batch, V), new_states)`, and α_t `(batch, S)` float32
+            with `return_alignment`.
         """
-        x = self.target_embedding(ops.cast(tokens, "int32"))
-        if context is not None:
-            x = ops.concatenate([x, context], axis=-1)
-        output, new_states = self.decoder.cell(x, states, training=training)
-        if not isinstance(new_states, (list, tuple)):
-            new_states = [new_states]
-        return self.output_projection(output), list(new_states)
+        pieces = [self.target_embedding(ops.cast(tokens, "int32"))]
+        if self.uses_every_step:
+            pieces.append(context["context"])
+        cell_states = list(states)
+        alignment = None
+        if self.attention_kind == "bahdanau":
+            attended, alignment = self.attention(
+                states[0], context["keys"], context["memory"], context["mask"]
+            )
+            pieces.append(attended)
+        if self.feeds_attentional_vector:
+            pieces.append(cell_states.pop())
+        x = pieces[0] if len(pieces) == 1 else ops.concatenate(pieces, axis=-1)
+        output, new_states = self.decoder.cell(x, cell_states, training=training)
+        new_states = (
+            list(new_states) if isinstance(new_states, (list, tuple)) else [new_states]
+        )
+        if self.attention_kind == "luong":
+            attended, alignment = self.attention(
+                output, context["keys"], context["memory"], context["mask"]
+            )
+            output = self.attention.attentional(output, attended)
+            if self.feeds_attentional_vector:
+                new_states.append(output)
+        logits = self.output_projection(output)
+        if return_alignment:
+            return logits, new_states, alignment
+        return logits, new_states
 
     def call(self, inputs, training=None):
-        if isinstance(inputs, dict):
-            source_ids, decoder_input = inputs["source"], inputs["decoder_input"]
-        else:
-            source_ids, decoder_input = inputs
-        decoder_input = ops.cast(decoder_input, "int32")
+        source_ids, decoder_input = self.split_inputs(inputs)
         states, context = self.encode(source_ids, training=training)
         if training and self.sampling_schedule is not None:
             return self.scheduled_sampling(
                 decoder_input, states, context, self.current_epsilon(), training
             )
+        if self.attention is not None:
+            logits, _ = self.unroll(decoder_input, states, context, training=training)
+            return logits
         x = self.target_embedding(decoder_input)
-        if context is not None:
+        if self.uses_every_step:
             steps = ops.shape(decoder_input)[1]
             x = ops.concatenate(
-                [x, ops.repeat(context[:, None, :], steps, axis=1)], axis=-1
+                [x, ops.repeat(context["context"][:, None, :], steps, axis=1)],
+                axis=-1,
             )
         outputs = self.decoder(x, initial_state=states, training=training)
         return self.output_projection(outputs)
+
+    @staticmethod
+    def split_inputs(inputs):
+        """`{"source", "decoder_input"}` or a pair -> two int32 tensors."""
+        if isinstance(inputs, dict):
+            source_ids, decoder_input = inputs["source"], inputs["decoder_input"]
+        else:
+            source_ids, decoder_input = inputs
+        return ops.cast(source_ids, "int32"), ops.cast(decoder_input, "int32")
+
+    def unroll(self, decoder_input, states, context, teacher=None, training=False):
+        """Run `decode_step` over the decoder input, one step at a time.
+
+        Args:
+            decoder_input: `(batch, T)` ids [<start>, y_1 … y_{T-1}].
+            states: Initial decoder states, as `encode` returns them.
+            context: The dict `encode` returns.
+            teacher: None (teacher forcing: step t is fed decoder_input[:, t])
+                or `(batch, T)` bool: where False, step t is fed instead the
+                model's own most likely token ŷ_{t-1} (scheduled sampling).
+            training: Whether decoder dropout applies.
+
+        Returns:
+            `(logits (batch, T, V), alignments)`: alignments the α of every
+            step, `(batch, T, S)` float32, for attention models; else None.
+            Gradients do not flow through ŷ_{t-1}.
+        """
+        inputs_by_step = tf.transpose(decoder_input)
+        teacher_by_step = None if teacher is None else tf.transpose(teacher)
+        steps = tf.shape(decoder_input)[1]
+        outputs = {"logits": tf.TensorArray(self.compute_dtype, size=steps)}
+        if self.attention is not None:
+            outputs["alignments"] = tf.TensorArray(tf.float32, size=steps)
+
+        def step(t, previous, states, outputs):
+            tokens = inputs_by_step[t]
+            if teacher_by_step is not None:
+                tokens = tf.where(teacher_by_step[t], tokens, previous)
+            logits, states, alignment = self.decode_step(
+                tokens, states, context, training=training, return_alignment=True
+            )
+            predicted = tf.argmax(
+                next_token_log_probs(logits), axis=-1, output_type=tf.int32
+            )
+            written = {"logits": outputs["logits"].write(t, logits)}
+            if alignment is not None:
+                written["alignments"] = outputs["alignments"].write(t, alignment)
+            return t + 1, predicted, states, written
+
+        batch = tf.shape(decoder_input)[0]
+        step_input = tf.zeros([batch, self.decoder_input_size], self.compute_dtype)
+        with sequence_dropout_masks(self.decoder.cell, step_input, states[0], training):
+            _, _, _, outputs = tf.while_loop(
+                lambda t, *_: t < steps,
+                step,
+                (tf.constant(0), inputs_by_step[0], states, outputs),
+            )
+        logits = tf.transpose(outputs["logits"].stack(), [1, 0, 2])
+        if self.attention is None:
+            return logits, None
+        return logits, tf.transpose(outputs["alignments"].stack(), [1, 0, 2])
+
+    def attention_weights(self, inputs):
+        """α of a teacher-forced batch.
+
+        Args:
+            inputs: `{"source": (B, S), "decoder_input": (B, T)}` int ids (or
+                the pair), as `teacher_forcing_pair` makes.
+
+        Returns:
+            `(B, T, S)` float32: row t is α_t, summing to 1 over the real
+            source tokens and exactly 0 on padding (all 0 for a source that
+            is all padding).
+
+        Raises:
+            ValueError: the model has no attention, or the inputs are not
+                two `(B, ·)` int batches of the same B.
+        """
+        if self.attention is None:
+            raise ValueError(
+                "attention_weights needs a model built with attention. "
+                f"Received: a model with attention={self.attention_kind!r}"
+            )
+        source_ids, decoder_input = self.split_inputs(inputs)
+        for name, ids in (("source", source_ids), ("decoder_input", decoder_input)):
+            if ids.shape.rank != 2:
+                raise ValueError(
+                    f"Argument `inputs[{name!r}]` must be a (batch, length) "
+                    f"batch of ids. Received: shape {tuple(ids.shape)}"
+                )
+        if (
+            source_ids.shape[0] is not None
+            and decoder_input.shape[0] is not None
+            and source_ids.shape[0] != decoder_input.shape[0]
+        ):
+            raise ValueError(
+                "Arguments `inputs['source']` and `inputs['decoder_input']` "
+                "must hold the same number of examples. Received: shapes "
+                f"{tuple(source_ids.shape)} and {tuple(decoder_input.shape)}"
+            )
+        states, context = self.encode(source_ids)
+        _, alignments = self.unroll(decoder_input, states, context)
+        return alignments
 
     # ----------------------------------------------------- scheduled sampling
     def current_epsilon(self):
@@ -392,8 +688,8 @@ class Seq2Seq(keras.Model):
 
         Args:
             decoder_input: `(batch, T)` ids [<start>, y_1 … y_{T-1}].
-            states: Initial decoder states.
-            context: See `encode`.
+            states: Initial decoder states, as `encode` returns them.
+            context: The dict `encode` returns.
             epsilon: Scalar ε in [0, 1]: 1 is teacher forcing, 0 free running.
             training: Whether decoder dropout applies.
 
@@ -407,43 +703,10 @@ class Seq2Seq(keras.Model):
             )
             < epsilon
         )
-        inputs_by_step = tf.transpose(decoder_input)
-        teacher_by_step = tf.transpose(teacher)
-        steps = tf.shape(decoder_input)[1]
-        cell = self.decoder.cell
-        if training and isinstance(cell, DropoutRNNCell):
-            # One mask per sequence, drawn outside the loop as
-            # keras.layers.RNN does, so that the loop body stays stateless.
-            first = self.target_embedding(inputs_by_step[0])
-            if context is not None:
-                first = ops.concatenate([first, context], axis=-1)
-            cell.get_dropout_mask(first)
-            cell.get_recurrent_dropout_mask(states[0])
-
-        def step(t, previous, states, logits):
-            tokens = tf.where(teacher_by_step[t], inputs_by_step[t], previous)
-            step_logits, states = self.decode_step(
-                tokens, states, context, training=training
-            )
-            predicted = tf.argmax(
-                next_token_log_probs(step_logits), axis=-1, output_type=tf.int32
-            )
-            return t + 1, predicted, states, logits.write(t, step_logits)
-
-        _, _, _, logits = tf.while_loop(
-            lambda t, *_: t < steps,
-            step,
-            (
-                tf.constant(0),
-                inputs_by_step[0],
-                states,
-                tf.TensorArray(self.compute_dtype, size=steps),
-            ),
+        logits, _ = self.unroll(
+            ops.cast(decoder_input, "int32"), states, context, teacher, training
         )
-        if isinstance(cell, DropoutRNNCell):
-            cell.reset_dropout_mask()
-            cell.reset_recurrent_dropout_mask()
-        return tf.transpose(logits.stack(), [1, 0, 2])
+        return logits
 
     def train_step(self, data):
         if self.sampling_schedule is None:
@@ -465,6 +728,9 @@ class Seq2Seq(keras.Model):
             "encoder_layers": self.encoder_layers,
             "bidirectional": self.bidirectional,
             "context": self.context,
+            "attention": self.attention_kind,
+            "attention_units": self.attention_units,
+            "input_feeding": self.input_feeding,
             "sampling_schedule": (
                 None
                 if self.sampling_schedule is None

@@ -93,7 +93,7 @@ def test_scheduled_sampling_extremes():
     # Halfway, some steps (after the first) are fed the truth, some not.
     mixed = model.scheduled_sampling(
         tf.tile(decoder_input, [50, 1]), [tf.tile(s, [50, 1]) for s in states],
-        tf.tile(context, [50, 1]), 0.5, True,
+        {name: tf.tile(c, [50, 1]) for name, c in context.items()}, 0.5, True,
     ).numpy()
     teacher_rows = np.tile(teacher.numpy(), [50, 1, 1])
     free_rows = np.tile(free.numpy(), [50, 1, 1])

@@ -1,0 +1,184 @@
+"""Attention over the encoder's outputs: Bahdanau (additive) and Luong (general).
+
+The chapter's closing remark names the bottleneck of `eq:rnn-seq2seq`: one
+fixed-size context c for the whole source. Attention lets every decoder step
+look back at all encoder states. Symbols, the same in the code:
+
+    H = [h_1 … h_S]   (batch, S, m)  the encoder's top-layer outputs, the memory
+                                     ([h→_j; h←_j] for a bidirectional encoder)
+    M                 (batch, S)     True at real source positions, False on padding
+    s                 (batch, q)     the query (which state scores, see the layers)
+    e_j = score(s, h_j)              one score per source position
+    α = softmax_M(e)                 α_j = M_j exp(e_j) / Σ_k M_k exp(e_k)
+    a = Σ_j α_j h_j   (batch, m)     the context the decoder reads at this step
+
+Padding gets weight exactly 0 by masking, not by adding a large negative
+constant (which leaks weight under float16); a source that is all padding
+gets α = 0 and a = 0, never NaN.
+
+The memory projections W_h h_j (Bahdanau) and W h_j (Luong) do not depend on
+the decoder step, so `keys(memory)` computes them once per source sequence
+and every step only projects the query.
+
+Keras's `Attention` and `AdditiveAttention` compute the same score forms
+without the projections, but mask by subtracting a constant: an all-padding
+row gets uniform weight over padding instead of 0. So the projections here are
+Keras `Dense` layers and only the masked softmax and the weighted sum are
+written out.
+"""
+
+import keras
+from keras import ops
+
+ATTENTIONS = ("bahdanau", "luong")
+
+
+def masked_softmax(scores, mask):
+    """α = softmax over the positions where `mask` is True; 0 elsewhere.
+
+    Args:
+        scores: `(batch, S)` scores e_j, any float dtype.
+        mask: `(batch, S)` bool, True at real positions.
+
+    Returns:
+        `(batch, S)` float32 weights: each row sums to 1 over its real
+        positions and is exactly 0 on the others (all 0 if it has none).
+    """
+    scores = ops.cast(scores, "float32")
+    mask = ops.cast(mask, "bool")
+    largest = ops.max(ops.where(mask, scores, -3.0e38), axis=-1, keepdims=True)
+    # The inner `where` keeps exp() away from the padded scores, so that
+    # neither the values nor the gradients can overflow there.
+    weights = ops.where(mask, ops.exp(ops.where(mask, scores - largest, 0.0)), 0.0)
+    total = ops.sum(weights, axis=-1, keepdims=True)
+    return weights / ops.where(total > 0.0, total, 1.0)
+
+
+def weighted_sum(weights, memory):
+    """a = Σ_j α_j h_j: `(batch, S)` weights, `(batch, S, m)` memory -> `(batch, m)`."""
+    weights = ops.cast(weights, memory.dtype)
+    return ops.einsum("bs,bsm->bm", weights, memory)
+
+
+@keras.saving.register_keras_serializable(package="kerasrnn")
+class BahdanauAttention(keras.layers.Layer):
+    """Additive attention (Bahdanau et al., 2015).
+
+        e_j = vᵀ tanh(W_s s + W_h h_j)          W_s: (q, u), W_h: (m, u), v: (u,)
+        α = softmax_M(e),   a = Σ_j α_j h_j
+
+    In `Seq2Seq`, s is the previous decoder state d_{t-1} (its first
+    component, h_{t-1}), and [E y_{t-1}; a_t] is the cell's input at step t.
+
+    Args:
+        units: u, the size of the hidden layer of the score.
+        **kwargs: Passed to `keras.layers.Layer`.
+
+    Weights: `query_projection` W_s and `memory_projection` W_h (`Dense`
+    without bias), `score_vector` v (`Dense(1)` without bias):
+    u·q + u·m + u parameters.
+    """
+
+    def __init__(self, units, **kwargs):
+        super().__init__(**kwargs)
+        self.units = units
+        self.query_projection = keras.layers.Dense(
+            units, use_bias=False, name="query_projection"
+        )
+        self.memory_projection = keras.layers.Dense(
+            units, use_bias=False, name="memory_projection"
+        )
+        self.score_vector = keras.layers.Dense(
+            1, use_bias=False, name="score_vector"
+        )
+
+    def build_for(self, query_size, memory_size):
+        """Create the weights for queries of size q and memories of size m."""
+        self.query_projection.build((None, query_size))
+        self.memory_projection.build((None, None, memory_size))
+        self.score_vector.build((None, None, self.units))
+        self.built = True
+
+    def keys(self, memory):
+        """W_h h_j for every j: `(batch, S, m)` -> `(batch, S, u)`."""
+        return self.memory_projection(memory)
+
+    def call(self, query, keys, memory, mask):
+        """One step of attention.
+
+        Args:
+            query: `(batch, q)` s.
+            keys: `(batch, S, u)` from `keys(memory)`.
+            memory: `(batch, S, m)` H.
+            mask: `(batch, S)` bool M.
+
+        Returns:
+            `(context (batch, m), weights (batch, S) float32)`: a and α.
+        """
+        hidden = ops.tanh(self.query_projection(query)[:, None, :] + keys)
+        scores = ops.squeeze(self.score_vector(hidden), axis=-1)
+        weights = masked_softmax(scores, mask)
+        return weighted_sum(weights, memory), weights
+
+    def get_config(self):
+        return {**super().get_config(), "units": self.units}
+
+
+@keras.saving.register_keras_serializable(package="kerasrnn")
+class LuongAttention(keras.layers.Layer):
+    """Multiplicative ("general") attention (Luong et al., 2015).
+
+        e_j = sᵀ W h_j                          W: (n, m), stored as the (m, n)
+                                                 kernel of `memory_projection`
+        α = softmax_M(e),   a = Σ_j α_j h_j
+        ã = tanh(W_c [s; a])                    W_c: (n + m, n), no bias
+
+    In `Seq2Seq`, s is the decoder's current output s_t, the logits are
+    predicted from the attentional vector ã_t, and with input feeding ã_t
+    joins the cell's input at step t + 1 (ã_0 = 0).
+
+    Args:
+        units: n, the size of s and of ã (the decoder's output size).
+        **kwargs: Passed to `keras.layers.Layer`.
+
+    Weights: `memory_projection` W and `attentional_projection` W_c (`Dense`
+    without bias): n·m + (n + m)·n parameters.
+    """
+
+    def __init__(self, units, **kwargs):
+        super().__init__(**kwargs)
+        self.units = units
+        self.memory_projection = keras.layers.Dense(
+            units, use_bias=False, name="memory_projection"
+        )
+        self.attentional_projection = keras.layers.Dense(
+            units, activation="tanh", use_bias=False, name="attentional_projection"
+        )
+
+    def build_for(self, query_size, memory_size):
+        """Create the weights; `query_size` must equal `units`."""
+        if query_size != self.units:
+            raise ValueError(
+                "Luong attention scores sᵀ W h_j with s of size `units`. "
+                f"Received: query_size={query_size}, units={self.units}"
+            )
+        self.memory_projection.build((None, None, memory_size))
+        self.attentional_projection.build((None, query_size + memory_size))
+        self.built = True
+
+    def keys(self, memory):
+        """W h_j for every j: `(batch, S, m)` -> `(batch, S, n)`."""
+        return self.memory_projection(memory)
+
+    def call(self, query, keys, memory, mask):
+        """One step of attention; see `BahdanauAttention.call`."""
+        scores = ops.einsum("bn,bsn->bs", query, keys)
+        weights = masked_softmax(scores, mask)
+        return weighted_sum(weights, memory), weights
+
+    def attentional(self, query, context):
+        """ã = tanh(W_c [s; a]): `(batch, n)`, `(batch, m)` -> `(batch, n)`."""
+        return self.attentional_projection(ops.concatenate([query, context], axis=-1))
+
+    def get_config(self):
+        return {**super().get_config(), "units": self.units}
