@@ -18,6 +18,8 @@ or L_t = −log softmax(y_t)[z_t] (cross-entropy over class logits y_t).
 
 import numpy as np
 
+from kerasrnn.validation import check_choice, check_number
+
 #: The parameter names of `alg:rnn-bptt`, in the chapter's orientation.
 PARAMETER_NAMES = ("W_x", "W_h", "b", "W_y", "b_y")
 
@@ -39,7 +41,7 @@ def clip_gradient(gradient, threshold):
     Returns:
         A new float64 array of the same shape, with norm min(‖g‖, τ).
     """
-    threshold = _check_threshold("threshold", threshold)
+    threshold = check_number("threshold", threshold, low=0, low_open=True)
     gradient = np.asarray(gradient, dtype=np.float64)
     norm = np.sqrt(np.sum(gradient * gradient))
     if norm > threshold:
@@ -89,13 +91,12 @@ def bptt(
     m = W_y.shape[0]
     xs = _check_inputs(xs, d)
     T = xs.shape[0]
-    if loss not in LOSSES:
-        raise ValueError(
-            f"Argument `loss` must be one of {LOSSES}. Received: loss={loss!r}"
-        )
+    check_choice("loss", loss, LOSSES)
     ys = _check_targets(ys, loss, T, m)
     if clip_threshold is not None:
-        clip_threshold = _check_threshold("clip_threshold", clip_threshold)
+        clip_threshold = check_number(
+            "clip_threshold", clip_threshold, low=0, low_open=True
+        )
     h0 = _check_initial_state(initial_state, n)
 
     # Forward pass: store every a_t and h_t (h[0] is h_0).
@@ -210,20 +211,6 @@ def _check_targets(ys, loss, T, m):
             f"in [0, {m}) for loss='cross_entropy'. Received: ys={ys!r}"
         )
     return ys
-
-
-def _check_threshold(name, threshold):
-    if (
-        isinstance(threshold, bool)
-        or not isinstance(threshold, (int, float, np.floating, np.integer))
-        or not threshold > 0
-        or not np.isfinite(threshold)
-    ):
-        raise ValueError(
-            f"Argument `{name}` must be a positive finite number. "
-            f"Received: {name}={threshold!r}"
-        )
-    return float(threshold)
 
 
 def _check_initial_state(initial_state, n):

@@ -17,6 +17,7 @@ import tensorflow as tf
 
 from kerasrnn.cells.elman import ElmanCell
 from kerasrnn.cells.leaky import LeakyCell
+from kerasrnn.validation import check_positive_int
 
 # sup |f'| of the activations the bound knows; γ of eq:rnn-jacobian-bound.
 _SLOPE_BOUNDS = {
@@ -139,10 +140,7 @@ def jacobian_bound(cell, T):
             "or keras.layers.SimpleRNNCell (cells whose Jacobian has the form "
             f"of eq:rnn-jacobian). Received: cell={cell!r}"
         )
-    if isinstance(T, bool) or not isinstance(T, (int, np.integer)) or T <= 0:
-        raise ValueError(
-            f"Argument `T` must be a positive integer. Received: T={T!r}"
-        )
+    T = check_positive_int("T", T)
     if not cell.built:
         raise ValueError(
             f"Argument `cell` must be built (its recurrent kernel must exist); "

@@ -20,6 +20,7 @@ import keras
 
 from kerasrnn.cells.base import RecurrentCell
 from kerasrnn.cells.leaky import LeakyCell
+from kerasrnn.validation import check_positive_int
 
 # Keras's built-in cells and their number of fused gate blocks.
 _KERAS_GATES = {
@@ -73,13 +74,7 @@ def param_count(cell, input_dim):
     if callable(own_count):
         return own_count(input_dim)
     gates = _gate_count(cell)
-    if isinstance(input_dim, bool) or not isinstance(input_dim, int) or (
-        input_dim <= 0
-    ):
-        raise ValueError(
-            "Argument `input_dim` must be a positive integer. "
-            f"Received: input_dim={input_dim!r}"
-        )
+    input_dim = check_positive_int("input_dim", input_dim)
     n = cell.units
     bias_rows = (2 if _has_bias_row_pair(cell) else 1) if cell.use_bias else 0
     return gates * n * (input_dim + n + bias_rows)
@@ -226,6 +221,14 @@ def _explain_layer(layer):
         parts, total, formula = _rnn_parts(layer)
         return LayerParams(
             name, _describe_rnn(layer), parts, total, formula, keras_count
+        )
+    closed_form = getattr(layer, "closed_form_params", None)
+    if closed_form is not None:
+        # Layers that know their own closed form (the seq2seq attention).
+        description, parts, formula = closed_form()
+        return LayerParams(
+            name, description, parts, sum(count for _, count in parts),
+            formula, keras_count,
         )
     if isinstance(layer, keras.layers.Dense):
         n_in, n_out = (int(s) for s in layer.kernel.shape)

@@ -1,72 +1,67 @@
-"""The recurrent-cell contract, written once.
+"""The recurrent-cell contract, written once: `RecurrentCell`.
 
-Every kerasrnn cell is a `keras.layers.Layer` that `keras.layers.RNN` steps
-through time. `RecurrentCell` holds what all of them share:
+Every kerasrnn cell is a `keras.layers.Layer`, registered with
+`keras.saving.register_keras_serializable(package="kerasrnn")`, that plugs
+into `keras.layers.RNN`, `keras.layers.Bidirectional` and
+`keras.layers.StackedRNNCells` unchanged. The contract, for every cell:
 
-- argument validation (a `ValueError` naming the argument, the value received
-  and what is allowed);
-- the fused weight layout of DESIGN.md §2: `kernel` (d, g·n),
-  `recurrent_kernel` (n, g·n) and `bias` (g·n,), where g is the number of
-  gate blocks (1 for Elman/leaky, 4 for LSTM, 3 for GRU);
-- input and recurrent dropout masks, drawn once per sequence and active only
-  when `training=True`;
-- the zero initial state, the config round trip and the parameter count.
+- `state_size` and `output_size` are set in `__init__`;
+- the weights are created in `build(input_shape)`, `input_shape` being one
+  step's `(batch, d)`;
+- `call(inputs, states, training=False) -> (output, new_states)` is one step
+  of the seed equations, with `inputs` (batch, d) and `states` a list of
+  (batch, size) tensors, one per entry of `state_size`;
+- `get_initial_state(batch_size)` returns zero states;
+- `get_config()` round-trips every constructor argument as plain Python
+  values (JSON);
+- `param_count(input_dim)` is the closed form, the number `model.summary()`
+  prints.
 
-A subclass sets `gate_count`, implements `call` (the seed equations) and
-`param_count` (their closed form).
+Weight layout (public: users port weights, tests set them). With g fused gate
+blocks (`gate_count`) of n units reading d inputs:
+
+| cell | `kernel` | `recurrent_kernel` | `bias` | gate blocks, in order |
+|---|---|---|---|---|
+| `ElmanCell` | (d, n) | (n, n) | (n,) | — |
+| `LeakyCell` | (d, n) | (n, n) | (n,) | — (+ `alpha` (n,) if learned) |
+| `LSTMCell` | (d, 4n) | (n, 4n) | (4n,) | i, f, c̃, o (Keras order) |
+| `GRUCell` | (d, 3n) | (n, 3n) | (3n,); (2, 3n) with `reset_after` | z, r, h̃ |
+
+Gates are fused: one matmul for the input projection and one for the
+recurrent projection per step, never one per gate.
+
+`RecurrentCell` holds what the cells share: argument validation (through
+`kerasrnn.validation`), the fused weights, the pre-activation
+x_t W + h_{t-1} U + b, input and recurrent dropout masks (drawn once per
+sequence by `keras.layers.RNN`, active only when `training=True`), the zero
+initial state, the config round trip and the g·n(d + n + 1) count. A subclass
+must set `gate_count` and write `call`; Python refuses to instantiate one
+that does not. It overrides `param_count` when it has weights of its own.
 """
+
+import abc
 
 import keras
 from keras import ops
 
-# Keras's RNN layer recognises cells that carry dropout masks by this mixin:
-# it draws the masks before its loop starts (so the loop body stays
-# stateless, as `tf.while_loop` and XLA require) and clears them after.
-# It is not exported under `keras.layers`, hence the private import; the
-# `keras` pin in pyproject.toml covers it.
-from keras.src.layers.rnn.dropout_rnn_cell import DropoutRNNCell
+from kerasrnn.keras_internals import DropoutRNNCell
+from kerasrnn.validation import (
+    check_activation,
+    check_bool,
+    check_positive_int,
+    check_rate,
+    check_seed,
+)
 
 
-def validate_units(units):
-    """Return `units` if it is a positive integer, else raise."""
-    if isinstance(units, bool) or not isinstance(units, int) or units <= 0:
-        raise ValueError(
-            "Argument `units` must be a positive integer. "
-            f"Received: units={units!r}"
-        )
-    return units
-
-
-def validate_rate(name, value):
-    """Return a dropout rate if it lies in [0, 1), else raise."""
-    is_number = isinstance(value, (int, float)) and not isinstance(value, bool)
-    if not is_number or not 0.0 <= value < 1.0:
-        raise ValueError(
-            f"Argument `{name}` must be a float in [0, 1). "
-            f"Received: {name}={value!r}"
-        )
-    return float(value)
-
-
-def get_activation(name, identifier):
-    """`keras.activations.get`, with an error that names the argument."""
-    try:
-        return keras.activations.get(identifier)
-    except (ValueError, TypeError) as error:
-        raise ValueError(
-            f"Argument `{name}` must be a Keras activation (a name such as "
-            f"'tanh' or 'sigmoid', a callable, or None). "
-            f"Received: {name}={identifier!r}"
-        ) from error
-
-
-class RecurrentCell(keras.layers.Layer, DropoutRNNCell):
-    """Base class of the kerasrnn cells (see the module docstring).
+class RecurrentCell(keras.layers.Layer, DropoutRNNCell, metaclass=abc.ABCMeta):
+    """Abstract base of the kerasrnn cells; the contract is the module's.
 
     Args:
         units: Positive integer, n, the size of the hidden state.
         activation: Activation of the state update. Default `"tanh"`.
-        use_bias: Whether the cell has a bias vector. Default `True`.
+        use_bias: Boolean, whether the cell has a bias vector. Default
+            `True`.
         kernel_initializer: Initializer of `kernel`, (d, g·n).
         recurrent_initializer: Initializer of `recurrent_kernel`, (n, g·n).
         bias_initializer: Initializer of `bias`.
@@ -78,12 +73,17 @@ class RecurrentCell(keras.layers.Layer, DropoutRNNCell):
             per sequence, shared by every step).
         recurrent_dropout: Fraction in [0, 1) of the state units dropped
             before the recurrent projection.
-        seed: Integer seed of the dropout masks.
+        seed: Integer seed of the dropout masks, or `None`.
         **kwargs: Passed to `keras.layers.Layer` (`name`, `dtype`, ...).
     """
 
-    #: Number of gate blocks fused into one kernel (g above).
-    gate_count = 1
+    @property
+    @abc.abstractmethod
+    def gate_count(self):
+        """g, the number of gate blocks fused into one kernel.
+
+        A subclass sets it as a class attribute (`gate_count = 4`).
+        """
 
     def __init__(
         self,
@@ -105,9 +105,9 @@ class RecurrentCell(keras.layers.Layer, DropoutRNNCell):
         **kwargs,
     ):
         super().__init__(**kwargs)
-        self.units = validate_units(units)
-        self.activation = get_activation("activation", activation)
-        self.use_bias = bool(use_bias)
+        self.units = check_positive_int("units", units)
+        self.activation = check_activation("activation", activation)
+        self.use_bias = check_bool("use_bias", use_bias)
 
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
         self.recurrent_initializer = keras.initializers.get(
@@ -123,12 +123,12 @@ class RecurrentCell(keras.layers.Layer, DropoutRNNCell):
         self.recurrent_constraint = keras.constraints.get(recurrent_constraint)
         self.bias_constraint = keras.constraints.get(bias_constraint)
 
-        self.dropout = validate_rate("dropout", dropout)
-        self.recurrent_dropout = validate_rate(
+        self.dropout = check_rate("dropout", dropout)
+        self.recurrent_dropout = check_rate(
             "recurrent_dropout", recurrent_dropout
         )
-        self.seed = seed
-        self.seed_generator = keras.random.SeedGenerator(seed=seed)
+        self.seed = check_seed("seed", seed)
+        self.seed_generator = keras.random.SeedGenerator(seed=self.seed)
 
         self.state_size = self.units
         self.output_size = self.units
@@ -191,6 +191,47 @@ class RecurrentCell(keras.layers.Layer, DropoutRNNCell):
         """Hook for weights beyond the three fused ones (the learned leak)."""
 
     # ------------------------------------------------------------------- call
+    @abc.abstractmethod
+    def call(self, inputs, states, training=False):
+        """One step of the cell's equations.
+
+        Args:
+            inputs: `(batch, d)`, the input x_t of one step.
+            states: List of `(batch, size)` tensors, one per `state_size`.
+            training: Whether dropout masks apply.
+
+        Returns:
+            `(output, new_states)`: `(batch, output_size)` and a list shaped
+            like `states`.
+        """
+
+    def pre_activation(self, inputs, h_prev, training=False):
+        """a_t = x_t W + h_{t-1} U + b, the argument of every Elman-type update.
+
+        The fused projection of `eq:rnn-hidden` (and of the LSTM's four gates,
+        `eq:rnn-lstm-f` … `eq:rnn-lstm-o`), in row-vector form with
+        `kernel` = W (d, g·n), `recurrent_kernel` = U (n, g·n) and `bias`
+        = b (g·n,); the sequence's dropout masks apply to x_t and h_{t-1}
+        when training. Checks the step input's size first.
+
+        Args:
+            inputs: `(batch, d)`, x_t.
+            h_prev: `(batch, n)`, h_{t-1}.
+            training: Whether dropout masks apply.
+
+        Returns:
+            `(batch, g·n)`, a_t.
+        """
+        self.check_step_input(inputs)
+        a = ops.matmul(
+            self.dropped_inputs(inputs, training), self.kernel
+        ) + ops.matmul(
+            self.dropped_state(h_prev, training), self.recurrent_kernel
+        )
+        if self.use_bias:
+            a = a + self.bias
+        return a
+
     def check_step_input(self, inputs):
         """Refuse a step input whose feature size differs from the built one.
 
@@ -237,25 +278,12 @@ class RecurrentCell(keras.layers.Layer, DropoutRNNCell):
         g·n·(d + n) weights plus the bias, g·n (g·n·2 for a GRU with
         `reset_after`); subclasses add weights of their own.
         """
-        d = self.check_input_dim(input_dim)
+        d = check_positive_int("input_dim", input_dim)
         n, g = self.units, self.gate_count
         biases = 1
         for size in self.bias_shape():
             biases *= size
         return g * n * (d + n) + (biases if self.use_bias else 0)
-
-    def check_input_dim(self, input_dim):
-        """Return `input_dim` if it is a positive integer, else raise."""
-        if (
-            isinstance(input_dim, bool)
-            or not isinstance(input_dim, int)
-            or input_dim <= 0
-        ):
-            raise ValueError(
-                "Argument `input_dim` must be a positive integer. "
-                f"Received: input_dim={input_dim!r}"
-            )
-        return input_dim
 
     # ----------------------------------------------------------------- config
     def get_config(self):

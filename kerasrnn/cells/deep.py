@@ -4,6 +4,11 @@ import keras
 from keras import ops
 
 from kerasrnn.cells.base import RecurrentCell
+from kerasrnn.validation import (
+    check_bool,
+    check_positive_int,
+    check_positive_int_list,
+)
 
 
 def _size_list(state_size):
@@ -56,16 +61,9 @@ class DeepTransitionCell(RecurrentCell):
 
     def __init__(self, units, transition_units=(), **kwargs):
         super().__init__(units, **kwargs)
-        if not isinstance(transition_units, (list, tuple)) or any(
-            isinstance(m, bool) or not isinstance(m, int) or m <= 0
-            for m in transition_units
-        ):
-            raise ValueError(
-                "Argument `transition_units` must be a list of positive "
-                "integers (the hidden widths of the transition MLP). "
-                f"Received: transition_units={transition_units!r}"
-            )
-        self.transition_units = tuple(transition_units)
+        self.transition_units = check_positive_int_list(
+            "transition_units", transition_units, allow_empty=True
+        )
         self.transition_kernels = []
         self.transition_biases = []
 
@@ -107,15 +105,8 @@ class DeepTransitionCell(RecurrentCell):
         return super().param_count(input_dim) + transition
 
     def call(self, inputs, states, training=False):
-        self.check_step_input(inputs)
         h_prev = states[0] if isinstance(states, (list, tuple)) else states
-        x = self.dropped_inputs(inputs, training)
-        a = ops.matmul(x, self.kernel) + ops.matmul(
-            self.dropped_state(h_prev, training), self.recurrent_kernel
-        )
-        if self.use_bias:
-            a = a + self.bias
-        z = self.activation(a)
+        z = self.activation(self.pre_activation(inputs, h_prev, training))
         for index, kernel in enumerate(self.transition_kernels):
             a = ops.matmul(z, kernel)
             if self.use_bias:
@@ -202,8 +193,8 @@ class SkipStackedCells(keras.layers.Layer):
                     f"recurrent_dropout={rates[1]}"
                 )
         self.cells = list(cells)
-        self.input_skip = bool(input_skip)
-        self.output_skip = bool(output_skip)
+        self.input_skip = check_bool("input_skip", input_skip)
+        self.output_skip = check_bool("output_skip", output_skip)
         self.state_counts = [len(_size_list(c.state_size)) for c in cells]
         self.state_size = [
             size for c in self.cells for size in _size_list(c.state_size)
@@ -273,15 +264,7 @@ class SkipStackedCells(keras.layers.Layer):
 
     def param_count(self, input_dim):
         """Σ_l cell_l.param_count(d_l), with d_l from `layer_input_dims`."""
-        if (
-            isinstance(input_dim, bool)
-            or not isinstance(input_dim, int)
-            or input_dim <= 0
-        ):
-            raise ValueError(
-                "Argument `input_dim` must be a positive integer. "
-                f"Received: input_dim={input_dim!r}"
-            )
+        input_dim = check_positive_int("input_dim", input_dim)
         total = 0
         for cell, dim in zip(self.cells, self.layer_input_dims(input_dim)):
             if not hasattr(cell, "param_count"):

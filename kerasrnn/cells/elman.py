@@ -1,7 +1,6 @@
 """The Elman (simple) recurrent cell, `eq:rnn-hidden`."""
 
 import keras
-from keras import ops
 
 from kerasrnn.cells.base import RecurrentCell
 
@@ -43,13 +42,6 @@ class ElmanCell(RecurrentCell):
     gate_count = 1
 
     def call(self, inputs, states, training=False):
-        self.check_step_input(inputs)
         h_prev = states[0] if isinstance(states, (list, tuple)) else states
-        x = self.dropped_inputs(inputs, training)
-        a = ops.matmul(x, self.kernel) + ops.matmul(
-            self.dropped_state(h_prev, training), self.recurrent_kernel
-        )
-        if self.use_bias:
-            a = a + self.bias
-        h = self.activation(a)
+        h = self.activation(self.pre_activation(inputs, h_prev, training))
         return h, [h]

@@ -3,7 +3,8 @@
 import keras
 from keras import ops
 
-from kerasrnn.cells.base import RecurrentCell, get_activation
+from kerasrnn.cells.base import RecurrentCell
+from kerasrnn.validation import check_activation, check_bool
 
 
 @keras.saving.register_keras_serializable(package="kerasrnn")
@@ -35,7 +36,8 @@ class GRUCell(RecurrentCell):
         units: Positive integer, n.
         activation: Of the candidate h̃_t. Default `"tanh"`.
         recurrent_activation: Of the gates. Default `"sigmoid"`.
-        reset_after: Use the Keras/cuDNN candidate. Default `False`.
+        reset_after: Boolean, use the Keras/cuDNN candidate. Default
+            `False`.
         use_bias, kernel/recurrent/bias _initializer, _regularizer and
         _constraint, dropout, recurrent_dropout, seed: See `RecurrentCell`.
 
@@ -57,10 +59,10 @@ class GRUCell(RecurrentCell):
         **kwargs,
     ):
         super().__init__(units, **kwargs)
-        self.recurrent_activation = get_activation(
+        self.recurrent_activation = check_activation(
             "recurrent_activation", recurrent_activation
         )
-        self.reset_after = bool(reset_after)
+        self.reset_after = check_bool("reset_after", reset_after)
 
     def bias_shape(self):
         if self.reset_after:

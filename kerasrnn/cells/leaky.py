@@ -4,6 +4,7 @@ import keras
 from keras import ops
 
 from kerasrnn.cells.base import RecurrentCell
+from kerasrnn.validation import check_bool, check_number
 
 
 @keras.saving.register_keras_serializable(package="kerasrnn")
@@ -33,8 +34,9 @@ class LeakyCell(RecurrentCell):
 
     Args:
         units: Positive integer, n.
-        alpha: Leak rate α in [0, 1]. Default 0.5.
-        learn_alpha: Learn one α per unit. Default `False`.
+        alpha: Leak rate α in [0, 1] (1 is the Elman cell, 0 locks the
+            state). Default 0.5.
+        learn_alpha: Boolean, learn one α per unit. Default `False`.
         activation: Default `"tanh"`.
         use_bias, kernel/recurrent/bias _initializer, _regularizer and
         _constraint, dropout, recurrent_dropout, seed: See `RecurrentCell`.
@@ -53,18 +55,8 @@ class LeakyCell(RecurrentCell):
 
     def __init__(self, units, alpha=0.5, learn_alpha=False, **kwargs):
         super().__init__(units, **kwargs)
-        if (
-            isinstance(alpha, bool)
-            or not isinstance(alpha, (int, float))
-            or not 0.0 <= alpha <= 1.0
-        ):
-            raise ValueError(
-                "Argument `alpha` must be a float in [0, 1] "
-                "(1 is the Elman cell, 0 locks the state). "
-                f"Received: alpha={alpha!r}"
-            )
-        self.alpha = float(alpha)
-        self.learn_alpha = bool(learn_alpha)
+        self.alpha = check_number("alpha", alpha, low=0, high=1)
+        self.learn_alpha = check_bool("learn_alpha", learn_alpha)
         self.alpha_weight = None
 
     def build_extra_weights(self):
@@ -82,15 +74,10 @@ class LeakyCell(RecurrentCell):
         return super().param_count(input_dim) + extra
 
     def call(self, inputs, states, training=False):
-        self.check_step_input(inputs)
         h_prev = states[0] if isinstance(states, (list, tuple)) else states
-        x = self.dropped_inputs(inputs, training)
-        a = ops.matmul(x, self.kernel) + ops.matmul(
-            self.dropped_state(h_prev, training), self.recurrent_kernel
+        candidate = self.activation(
+            self.pre_activation(inputs, h_prev, training)
         )
-        if self.use_bias:
-            a = a + self.bias
-        candidate = self.activation(a)
         alpha = self.alpha_weight if self.learn_alpha else self.alpha
         h = (1.0 - alpha) * h_prev + alpha * candidate
         return h, [h]

@@ -3,7 +3,75 @@
 import keras
 from keras import ops
 
-from kerasrnn.cells.base import RecurrentCell, get_activation
+from kerasrnn.cells.base import RecurrentCell
+from kerasrnn.validation import check_activation, check_bool, check_number
+
+
+@keras.saving.register_keras_serializable(package="kerasrnn")
+class LSTMBias(keras.initializers.Initializer):
+    """Initial LSTM bias (4n,) in the block order i, f, c̃, o.
+
+    Draws the bias from `initializer` and adds `forget_bias` to the forget
+    block, the rule of `LSTMCell`. With `unit_forget_bias=True` it draws the
+    way Keras's `LSTM(unit_forget_bias=True)` does instead, `initializer`
+    on (n,) for i and on (2n,) for c̃, o, with ones on f, before adding
+    `forget_bias`. It lets `kerasrnn.to_keras` and `kerasrnn.from_keras`
+    write either rule into the other side's `bias_initializer`, so a layer
+    re-created from its config starts from the same bias.
+
+    Args:
+        initializer: A Keras initializer or its name/config.
+        forget_bias: Finite number added to the forget block.
+        unit_forget_bias: Boolean, Keras's rule (above).
+
+    Example:
+
+    >>> init = LSTMBias("zeros", forget_bias=2.0)
+    >>> np.asarray(init((8,)))
+    array([0., 0., 2., 2., 0., 0., 0., 0.], dtype=float32)
+    """
+
+    def __init__(self, initializer="zeros", forget_bias=0.0,
+                 unit_forget_bias=False):
+        self.initializer = keras.initializers.get(initializer)
+        self.forget_bias = check_number("forget_bias", forget_bias)
+        self.unit_forget_bias = check_bool(
+            "unit_forget_bias", unit_forget_bias
+        )
+
+    def __call__(self, shape, dtype=None):
+        shape = tuple(shape)
+        if len(shape) != 1 or shape[0] % 4:
+            raise ValueError(
+                "LSTMBias initialises an LSTM bias of shape (4n,). "
+                f"Received: shape={shape}"
+            )
+        n = shape[0] // 4
+        if self.unit_forget_bias:
+            bias = ops.concatenate(
+                [
+                    self.initializer((n,), dtype=dtype),
+                    ops.ones((n,), dtype=dtype),
+                    self.initializer((2 * n,), dtype=dtype),
+                ]
+            )
+        else:
+            bias = self.initializer(shape, dtype=dtype)
+        offset = ops.concatenate(
+            [
+                ops.zeros((n,), dtype=bias.dtype),
+                ops.full((n,), self.forget_bias, dtype=bias.dtype),
+                ops.zeros((2 * n,), dtype=bias.dtype),
+            ]
+        )
+        return bias + offset
+
+    def get_config(self):
+        return {
+            "initializer": keras.initializers.serialize(self.initializer),
+            "forget_bias": self.forget_bias,
+            "unit_forget_bias": self.unit_forget_bias,
+        }
 
 
 @keras.saving.register_keras_serializable(package="kerasrnn")
@@ -31,7 +99,8 @@ class LSTMCell(RecurrentCell):
         units: Positive integer, n.
         activation: Of c̃_t and of c_t in h_t. Default `"tanh"`.
         recurrent_activation: Of the gates. Default `"sigmoid"`.
-        forget_bias: Added to the initial forget-gate bias. Default 1.0.
+        forget_bias: Finite number added to the initial forget-gate bias.
+            Default 1.0.
         use_bias, kernel/recurrent/bias _initializer, _regularizer and
         _constraint, dropout, recurrent_dropout, seed: See `RecurrentCell`.
 
@@ -60,40 +129,20 @@ class LSTMCell(RecurrentCell):
         **kwargs,
     ):
         super().__init__(units, **kwargs)
-        self.recurrent_activation = get_activation(
+        self.recurrent_activation = check_activation(
             "recurrent_activation", recurrent_activation
         )
-        if isinstance(forget_bias, bool) or not isinstance(
-            forget_bias, (int, float)
-        ):
-            raise ValueError(
-                "Argument `forget_bias` must be a number. "
-                f"Received: forget_bias={forget_bias!r}"
-            )
-        self.forget_bias = float(forget_bias)
+        self.forget_bias = check_number("forget_bias", forget_bias)
         self.state_size = [self.units, self.units]
 
     def initial_bias(self, shape, dtype=None):
-        bias = self.bias_initializer(shape, dtype=dtype)
-        n = self.units
-        offset = ops.concatenate(
-            [
-                ops.zeros((n,), dtype=bias.dtype),
-                ops.full((n,), self.forget_bias, dtype=bias.dtype),
-                ops.zeros((2 * n,), dtype=bias.dtype),
-            ]
+        return LSTMBias(self.bias_initializer, self.forget_bias)(
+            shape, dtype=dtype
         )
-        return bias + offset
 
     def call(self, inputs, states, training=False):
-        self.check_step_input(inputs)
         h_prev, c_prev = states[0], states[1]
-        x = self.dropped_inputs(inputs, training)
-        z = ops.matmul(x, self.kernel) + ops.matmul(
-            self.dropped_state(h_prev, training), self.recurrent_kernel
-        )
-        if self.use_bias:
-            z = z + self.bias
+        z = self.pre_activation(inputs, h_prev, training)
         z_i, z_f, z_c, z_o = ops.split(z, 4, axis=-1)
         i = self.recurrent_activation(z_i)
         f = self.recurrent_activation(z_f)

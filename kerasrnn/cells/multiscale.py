@@ -6,6 +6,7 @@ import keras
 from keras import ops
 
 from kerasrnn.cells.base import RecurrentCell
+from kerasrnn.validation import check_positive_int_list
 
 
 @keras.saving.register_keras_serializable(package="kerasrnn")
@@ -59,40 +60,24 @@ class MultiScaleCell(RecurrentCell):
 
     def __init__(self, units, periods=(1, 2, 4, 8), **kwargs):
         super().__init__(units, **kwargs)
-        if (
-            not isinstance(periods, (list, tuple))
-            or not periods
-            or any(
-                isinstance(p, bool) or not isinstance(p, int) or p <= 0
-                for p in periods
-            )
-        ):
-            raise ValueError(
-                "Argument `periods` must be a non-empty list of positive "
-                f"integers. Received: periods={periods!r}"
-            )
+        periods = check_positive_int_list("periods", periods)
         if self.units % len(periods):
             raise ValueError(
                 "Argument `units` must be a multiple of the number of "
                 f"periods ({len(periods)}), one equal group per period. "
                 f"Received: units={self.units}, periods={periods!r}"
             )
-        self.periods = tuple(periods)
+        self.periods = periods
         group = self.units // len(self.periods)
         self.unit_periods = [p for p in self.periods for _ in range(group)]
         self.cycle = math.lcm(*self.periods)
         self.state_size = [self.units, 1]
 
     def call(self, inputs, states, training=False):
-        self.check_step_input(inputs)
         h_prev, step = states[0], states[1]
-        x = self.dropped_inputs(inputs, training)
-        a = ops.matmul(x, self.kernel) + ops.matmul(
-            self.dropped_state(h_prev, training), self.recurrent_kernel
+        candidate = self.activation(
+            self.pre_activation(inputs, h_prev, training)
         )
-        if self.use_bias:
-            a = a + self.bias
-        candidate = self.activation(a)
         periods = ops.convert_to_tensor(self.unit_periods, dtype=step.dtype)
         update = ops.equal(ops.mod(step, periods), 0.0)
         h = ops.where(update, candidate, h_prev)

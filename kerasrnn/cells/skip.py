@@ -4,6 +4,7 @@ import keras
 from keras import ops
 
 from kerasrnn.cells.base import RecurrentCell
+from kerasrnn.validation import check_int
 
 
 @keras.saving.register_keras_serializable(package="kerasrnn")
@@ -54,12 +55,8 @@ class TemporalSkipCell(RecurrentCell):
 
     def __init__(self, units, delay=2, **kwargs):
         super().__init__(units, **kwargs)
-        if isinstance(delay, bool) or not isinstance(delay, int) or delay < 2:
-            raise ValueError(
-                "Argument `delay` must be an integer ≥ 2 (a delay of 1 is "
-                f"the ordinary recurrence). Received: delay={delay!r}"
-            )
-        self.delay = delay
+        # A delay of 1 would be the ordinary recurrence.
+        self.delay = check_int("delay", delay, 2)
         self.state_size = [self.units] * delay
         self.skip_kernel = None
 
@@ -77,19 +74,11 @@ class TemporalSkipCell(RecurrentCell):
         return super().param_count(input_dim) + self.units * self.units
 
     def call(self, inputs, states, training=False):
-        self.check_step_input(inputs)
         states = list(states)
         h_prev, h_delayed = states[0], states[-1]
-        x = self.dropped_inputs(inputs, training)
-        a = (
-            ops.matmul(x, self.kernel)
-            + ops.matmul(self.dropped_state(h_prev, training),
-                         self.recurrent_kernel)
-            + ops.matmul(self.dropped_state(h_delayed, training),
-                         self.skip_kernel)
+        a = self.pre_activation(inputs, h_prev, training) + ops.matmul(
+            self.dropped_state(h_delayed, training), self.skip_kernel
         )
-        if self.use_bias:
-            a = a + self.bias
         h = self.activation(a)
         return h, [h] + states[:-1]
 

@@ -2,9 +2,9 @@
 
 Each step function takes one example's input x (d,) and its states, and the
 weights in the chapter's column orientation, sliced out of the public fused
-layout of DESIGN.md §2 (kernel (d, g·n), recurrent_kernel (n, g·n)): gate k
-has W_k = kernel[:, k·n:(k+1)·n]ᵀ (n, d) and U_k likewise from the recurrent
-kernel. Nothing here calls kerasrnn.
+layout of `kerasrnn.cells.base` (kernel (d, g·n), recurrent_kernel (n, g·n)):
+gate k has W_k = kernel[:, k·n:(k+1)·n]ᵀ (n, d) and U_k likewise from the
+recurrent kernel. Nothing here calls kerasrnn.
 """
 
 import numpy as np

@@ -1,4 +1,4 @@
-"""The cell contract of DESIGN.md §2, checked once for every cell.
+"""The cell contract of `kerasrnn.cells.base`, checked once for every cell.
 
 Config round trip, `.keras` save/load, SavedModel export served by a process
 that never imports kerasrnn, weight layout, clear errors on bad input, and
@@ -254,7 +254,7 @@ def test_bad_recurrent_activation(cls):
 
 @pytest.mark.parametrize("alpha", [-0.1, 1.01, "0.5", None])
 def test_leaky_alpha_outside_the_unit_interval(alpha):
-    with pytest.raises(ValueError, match=r"`alpha` must be a float in \[0, 1\]"):
+    with pytest.raises(ValueError, match=r"`alpha` must be a number in \[0, 1\]"):
         kerasrnn.LeakyCell(4, alpha=alpha)
 
 
@@ -278,3 +278,43 @@ def test_reference_sanity_hand_worked_elman_step():
     w = [(np.array([[1.0], [0.0]]), np.array([[0.0, 1.0], [1.0, 0.0]]), np.array([0.0, 0.5]))]
     h, _ = ref.elman_step(w, np.array([0.5]), (np.array([0.25, -0.5]),))
     np.testing.assert_allclose(h, np.tanh([0.5 - 0.5, 0.25 + 0.5]))
+
+
+def test_the_base_cell_refuses_a_subclass_that_skips_the_contract():
+    from kerasrnn.cells.base import RecurrentCell
+
+    class NoCall(RecurrentCell):
+        gate_count = 1
+
+    class NoGates(RecurrentCell):
+        def call(self, inputs, states, training=False):
+            return inputs, states
+
+    with pytest.raises(TypeError, match="abstract.*call"):
+        NoCall(4)
+    with pytest.raises(TypeError, match="abstract.*gate_count"):
+        NoGates(4)
+    with pytest.raises(TypeError, match="abstract"):
+        RecurrentCell(4)
+
+
+# A GRU with reset_after keeps two bias rows and projects them apart.
+ONE_BIAS_ROW = [spec for spec in SPECS if not spec.kwargs.get("reset_after")]
+
+
+@pytest.mark.parametrize("spec", ONE_BIAS_ROW, ids=[s.id for s in ONE_BIAS_ROW])
+def test_pre_activation_is_x_w_plus_h_u_plus_b(spec, rng):
+    """The shared projection, against x W + h U + b summed in NumPy."""
+    cell = spec.make(5)
+    cell.build((None, 3))
+    randomize(cell, rng)
+    x = rng.normal(size=(2, 3)).astype("float32")
+    h = rng.normal(size=(2, 5)).astype("float32")
+    kernel = np.asarray(cell.kernel, np.float64)
+    recurrent = np.asarray(cell.recurrent_kernel, np.float64)
+    want = x @ kernel + h @ recurrent
+    if cell.use_bias:
+        want = want + np.asarray(cell.bias, np.float64)
+    np.testing.assert_allclose(
+        np.asarray(cell.pre_activation(x, h)), want, rtol=1e-5, atol=1e-5
+    )
