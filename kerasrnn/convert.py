@@ -18,6 +18,7 @@ import numpy as np
 
 from kerasrnn.cells import ElmanCell, GRUCell, LeakyCell, LSTMCell
 from kerasrnn.cells.base import RecurrentCell
+from kerasrnn.cells.lstm import LSTMBias
 
 # Options copied one-to-one between a Keras cell and ours.
 _SHARED_CELL_ARGS = (
@@ -99,6 +100,45 @@ def _assign(cell, kernel, recurrent_kernel, bias):
         cell.bias.assign(bias)
 
 
+def _forget_bias_from_keras(cell):
+    """`forget_bias` and `bias_initializer` of our LSTM for Keras's `cell`.
+
+    Keras's `unit_forget_bias=True` *sets* the forget block to ones, drawing
+    the other blocks from `bias_initializer`; ours *adds* `forget_bias` to a
+    bias drawn whole. Zeros plus one is ones; for any other initializer the
+    Keras rule travels inside an `LSTMBias`.
+    """
+    initializer = cell.bias_initializer
+    if not cell.unit_forget_bias:
+        return {"forget_bias": 0.0}
+    if isinstance(initializer, keras.initializers.Zeros):
+        return {"forget_bias": 1.0}
+    return {
+        "forget_bias": 0.0,
+        "bias_initializer": LSTMBias(initializer, unit_forget_bias=True),
+    }
+
+
+def _forget_bias_to_keras(cell):
+    """`unit_forget_bias` and `bias_initializer` of Keras's LSTM for `cell`.
+
+    Plain Keras options where they say the same (no forget bias; a forget
+    bias of 1 on zeros), so the layer reloads without kerasrnn; an
+    `LSTMBias` otherwise.
+    """
+    initializer = cell.bias_initializer
+    if cell.forget_bias == 0.0:
+        return {"unit_forget_bias": False}
+    if cell.forget_bias == 1.0 and isinstance(
+        initializer, keras.initializers.Zeros
+    ):
+        return {"unit_forget_bias": True}
+    return {
+        "unit_forget_bias": False,
+        "bias_initializer": LSTMBias(initializer, cell.forget_bias),
+    }
+
+
 def _cell_from_keras(cell):
     if not isinstance(cell, _KERAS_CELLS):
         raise ValueError(
@@ -112,8 +152,10 @@ def _cell_from_keras(cell):
         ours = ElmanCell(**_shared_args(cell, _SHARED_CELL_ARGS))
     elif isinstance(cell, keras.layers.LSTMCell):
         ours = LSTMCell(
-            **_shared_args(cell, _SHARED_CELL_ARGS + _GATED_ARGS),
-            forget_bias=1.0 if cell.unit_forget_bias else 0.0,
+            **{
+                **_shared_args(cell, _SHARED_CELL_ARGS + _GATED_ARGS),
+                **_forget_bias_from_keras(cell),
+            }
         )
     else:
         _check_gru_gate(cell)
@@ -154,8 +196,10 @@ def _cell_to_keras(cell):
         )
     elif isinstance(cell, LSTMCell):
         theirs = keras.layers.LSTMCell(
-            **_shared_args(cell, _SHARED_CELL_ARGS + _GATED_ARGS),
-            unit_forget_bias=False,
+            **{
+                **_shared_args(cell, _SHARED_CELL_ARGS + _GATED_ARGS),
+                **_forget_bias_to_keras(cell),
+            }
         )
     else:
         _check_gru_gate(cell)
@@ -254,8 +298,6 @@ def to_keras(layer_or_cell):
     config = cell.get_config()
     for name in ("name", "trainable", "dtype"):
         config.pop(name, None)
-    if layer_class is keras.layers.LSTM:
-        config["unit_forget_bias"] = False
     converted = layer_class(**config, **options)
     d = cell.kernel.shape[0]
     batch = layer.states[0].shape[0] if layer.stateful else None

@@ -1,5 +1,7 @@
 """from_keras / to_keras: the same function on both sides, within float32 round-off."""
 
+import json
+
 import keras
 import numpy as np
 import pytest
@@ -145,3 +147,101 @@ def test_refusals():
         dense = keras.layers.Dense(3)
         dense.build((None, 2))
         kerasrnn.from_keras(dense)
+
+
+# ------------------------------------------------ configurations round-trip
+def _fresh_bias(layer):
+    """The initial bias of a layer re-created from `layer`'s config."""
+    clone = type(layer).from_config(layer.get_config())
+    clone.build((None, None, 3))
+    return np.asarray(clone.cell.bias)
+
+
+def _cloned_bias(layer):
+    """The initial bias after `keras.models.clone_model` of a model around it."""
+    inputs = keras.Input((None, 3))
+    model = keras.Model(inputs, layer(inputs))
+    clone = keras.models.clone_model(model)
+    return np.asarray(clone.layers[-1].cell.bias)
+
+
+UNITS = 2
+# (our forget_bias, our bias_initializer, the initial bias (i, f, c~, o) by hand)
+OURS_TO_KERAS = [
+    (1.0, "zeros", [0, 0, 1, 1, 0, 0, 0, 0]),
+    (0.0, "zeros", [0] * 8),
+    (0.0, "ones", [1] * 8),
+    (2.0, keras.initializers.Constant(0.03), [0.03, 0.03, 2.03, 2.03] + [0.03] * 4),
+    (1.0, keras.initializers.Constant(0.03), [0.03, 0.03, 1.03, 1.03] + [0.03] * 4),
+]
+
+
+@pytest.mark.parametrize("forget_bias,initializer,want", OURS_TO_KERAS)
+def test_to_keras_lstm_config_recreates_the_forget_bias(forget_bias, initializer, want):
+    ours = keras.layers.RNN(
+        kerasrnn.LSTMCell(UNITS, forget_bias=forget_bias, bias_initializer=initializer)
+    )
+    ours.build((None, None, 3))
+    np.testing.assert_allclose(np.asarray(ours.cell.bias), want, rtol=1e-6)
+    theirs = kerasrnn.to_keras(ours)
+    np.testing.assert_allclose(_fresh_bias(theirs), want, rtol=1e-6)
+    np.testing.assert_allclose(_cloned_bias(theirs), want, rtol=1e-6)
+    cell = kerasrnn.to_keras(ours.cell)
+    rebuilt = type(cell).from_config(cell.get_config())
+    rebuilt.build((None, 3))
+    np.testing.assert_allclose(np.asarray(rebuilt.bias), want, rtol=1e-6)
+
+
+def test_to_keras_default_lstm_is_plain_keras():
+    """Forget bias 1 on zeros is Keras's own unit_forget_bias: no kerasrnn
+    object in the config, so the layer reloads where kerasrnn is absent."""
+    ours = keras.layers.RNN(kerasrnn.LSTMCell(UNITS))
+    ours.build((None, None, 3))
+    config = kerasrnn.to_keras(ours).get_config()
+    assert config["unit_forget_bias"] is True
+    assert "kerasrnn" not in json.dumps(config)
+
+
+# (Keras's unit_forget_bias, its bias_initializer, the initial bias by hand)
+KERAS_TO_OURS = [
+    (True, "zeros", [0, 0, 1, 1, 0, 0, 0, 0]),
+    (False, "zeros", [0] * 8),
+    (False, keras.initializers.Constant(0.03), [0.03] * 8),
+    # Keras sets the forget block to ones: 1.0, not 1.03.
+    (True, keras.initializers.Constant(0.03), [0.03, 0.03, 1, 1] + [0.03] * 4),
+    (True, "ones", [1] * 8),
+]
+
+
+@pytest.mark.parametrize("unit_forget_bias,initializer,want", KERAS_TO_OURS)
+def test_from_keras_lstm_config_recreates_the_forget_bias(unit_forget_bias, initializer, want):
+    source = keras.layers.LSTM(
+        UNITS, unit_forget_bias=unit_forget_bias, bias_initializer=initializer
+    )
+    source.build((None, None, 3))
+    np.testing.assert_allclose(np.asarray(source.cell.bias), want, rtol=1e-6)
+    ours = kerasrnn.from_keras(source)
+    np.testing.assert_allclose(_fresh_bias(ours), want, rtol=1e-6)
+    np.testing.assert_allclose(_cloned_bias(ours), want, rtol=1e-6)
+    # And back: Keras's config again re-creates Keras's bias.
+    np.testing.assert_allclose(
+        _fresh_bias(kerasrnn.to_keras(ours)), want, rtol=1e-6
+    )
+
+
+def test_lstm_bias_keras_rule_draws_blocks_as_keras_does():
+    """With a seeded random initializer, Keras draws (n,) then (2n,)."""
+    initializer = keras.initializers.RandomNormal(seed=5)
+    source = keras.layers.LSTM(UNITS, bias_initializer=initializer)
+    source.build((None, None, 3))
+    ours = kerasrnn.from_keras(source)
+    np.testing.assert_array_equal(_fresh_bias(ours), np.asarray(source.cell.bias))
+
+
+@pytest.mark.parametrize("kind", list(KERAS_LAYERS))
+def test_converted_layers_round_trip_their_whole_config(kind, rng):
+    source = randomized(KERAS_LAYERS[kind](return_sequences=True), rng)
+    ours = kerasrnn.from_keras(source)
+    for layer in (ours, kerasrnn.to_keras(ours)):
+        clone = type(layer).from_config(layer.get_config())
+        assert clone.get_config() == layer.get_config()
