@@ -13,6 +13,8 @@ Every id layout in `kerasrnn.seq2seq` is the same, for sources and targets:
 Decoders never emit `<pad>` or `<start>`.
 """
 
+from kerasrnn.validation import check_ids
+
 PAD_ID = 0
 START_ID = 1
 END_ID = 2
@@ -72,11 +74,29 @@ class Vocabulary:
         return [self.token_to_id.get(token, UNKNOWN_ID) for token in tokens]
 
     def decode(self, ids):
-        """Ids -> token strings, up to the first `END_ID`, skipping pad/start."""
+        """Ids -> token strings, up to the first `END_ID`, skipping pad/start.
+
+        Args:
+            ids: Iterable (or 1-D array) of Python or NumPy integers in
+                [0, `size`).
+
+        Returns:
+            A list of token strings.
+
+        Raises:
+            ValueError: An id is not an integer or lies outside [0, `size`),
+                checked over all of `ids` before any is decoded (a negative
+                id would otherwise index from the end of the list).
+        """
+        ids = check_ids("ids", list(ids), self.size)
+        if ids.ndim != 1:
+            raise ValueError(
+                "Argument `ids` must be one sequence of ids (1-D). "
+                f"Received ids of shape {ids.shape}"
+            )
         id_to_token = self.id_to_token()
         tokens = []
-        for index in ids:
-            index = int(index)
+        for index in ids.tolist():
             if index == END_ID:
                 break
             if index in (PAD_ID, START_ID):
