@@ -23,3 +23,8 @@ class MalformedRecord(RunFailed, ValueError):
 
 class BackupUnusable(RunFailed):
     """An interrupted run left a backup from which nothing can be restored."""
+
+
+class BackupOfAnotherRun(RunFailed):
+    """The backup in the output directory was written by another run (another
+    task or other options): not damaged, and not this run's to resume."""

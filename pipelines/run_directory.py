@@ -136,9 +136,16 @@ class RunDirectory:
             if chief
             else pathlib.Path(tempfile.mkdtemp(prefix="kerasrnn-worker-"))
         )
-        self.complete = (path / METRICS).exists() and (
-            read_record(path) == self.record()
+        self.complete = (path / METRICS).exists() and self.owns(
+            read_record(path)
         )
+
+    def owns(self, record):
+        """Whether `record` names this run (its task and fingerprint)."""
+        return bool(record) and (
+            record.get("task"),
+            record.get("fingerprint"),
+        ) == (self.task, self.fingerprint)
 
     def record(self, outputs=()):
         return {

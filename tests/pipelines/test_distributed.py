@@ -16,7 +16,7 @@ import keras
 import numpy as np
 import pytest
 
-from pipelines.training import make_strategy
+from pipelines.distributed import make_strategy
 from tests.pipelines.conftest import REPOSITORY, read_metrics, subprocess_env
 
 # 216 training windows (1705-1920) in 9 batches of 24: 12 per replica.

@@ -18,6 +18,7 @@ import tensorflow as tf
 
 from pipelines.data.tfds import load_tfds
 from pipelines.faults import BackupUnusable, DatasetNotOnDisk, TrainingDiverged
+from pipelines.run_directory import claim_run_directory
 from pipelines.training import RunContext
 from tests.pipelines.conftest import REPOSITORY, subprocess_env
 
@@ -57,6 +58,13 @@ def test_the_command_line_reports_a_missing_dataset(
     )
 
 
+def claim(path):
+    """The run directory of a test that trains through `RunContext`."""
+    return claim_run_directory(
+        path, "test", {}, restart=False, overwrite=False
+    )
+
+
 def backed_up_epochs(backup):
     """Epochs of a backup directory's complete generations, newest first."""
     if not backup.is_dir():
@@ -89,7 +97,7 @@ def test_a_nan_loss_stops_training_and_keeps_the_last_good_weights(
     y = rng.normal(size=(32, 1)).astype("float32")
     dataset = tf.data.Dataset.from_tensor_slices((x, y)).batch(8)
     config = Namespace(epochs=5, learning_rate=0.01, clipnorm=None)
-    context = RunContext(config, tf.distribute.get_strategy(), tmp_path)
+    context = RunContext(config, tf.distribute.get_strategy(), claim(tmp_path))
     model = keras.Sequential(
         [keras.Input((4, 2)), keras.layers.SimpleRNN(3), keras.layers.Dense(1)]
     )
@@ -208,6 +216,7 @@ def resumable_setup(tmp_path, rng, epochs):
     y = rng.normal(size=(24, 1)).astype("float32")
     dataset = tf.data.Dataset.from_tensor_slices((x, y)).batch(8)
     config = Namespace(epochs=epochs, learning_rate=0.05, clipnorm=None)
+    run_directory = claim(tmp_path)
 
     def model_and_context():
         keras.utils.set_random_seed(11)  # the same initial weights each time
@@ -221,7 +230,7 @@ def resumable_setup(tmp_path, rng, epochs):
         # Adam: resuming must restore its moments and step count too.
         model.compile(optimizer=keras.optimizers.Adam(0.05), loss="mse")
         strategy = tf.distribute.get_strategy()
-        return model, RunContext(config, strategy, tmp_path)
+        return model, RunContext(config, strategy, run_directory)
 
     return dataset, model_and_context
 
@@ -295,13 +304,14 @@ def test_a_torn_newest_backup_resumes_from_the_one_before_losing_nothing(
             np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
     assert history["epoch"] == [1, 2, 3, 4, 5, 6]
     np.testing.assert_allclose(history["loss"], reference_loss, rtol=1e-5)
-    with open(tmp_path / "history.csv") as handle:
+    with open(context.write_dir / "history.csv") as handle:
         rows = list(csv.DictReader(handle))
     assert [int(row["epoch"]) for row in rows] == [1, 2, 3, 4, 5, 6]
     np.testing.assert_allclose(
         [float(row["loss"]) for row in rows], reference_loss, rtol=1e-5
     )
-    assert not backup.exists()
+    # Removed only once the run's outputs are committed, not by `fit`.
+    assert backed_up_epochs(backup) == [6, 5]
 
 
 def test_a_backup_with_no_usable_generation_is_refused_not_restarted(
@@ -323,7 +333,7 @@ def test_a_backup_with_no_usable_generation_is_refused_not_restarted(
     assert "no backup in it can be restored" in message
     assert "epoch-000003: training_metadata.json is unreadable" in message
     assert "epoch-000002: model.weights.h5 does not match" in message
-    assert f"Delete {backup}" in message
+    assert "--restart to start it over" in message
     # Nothing was trained and nothing removed: the user decides.
     for a, b in zip(model.get_weights(), untrained):
         np.testing.assert_array_equal(a, b)
@@ -346,4 +356,4 @@ def test_a_kill_during_the_first_backup_starts_the_run_afresh(tmp_path, rng):
     history = context.fit(model, dataset)
     assert history["epoch"] == [1, 2]
     np.testing.assert_allclose(history["loss"], reference_loss, rtol=1e-5)
-    assert not (tmp_path / "backup").exists()
+    assert backed_up_epochs(tmp_path / "backup") == [2, 1]
