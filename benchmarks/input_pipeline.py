@@ -54,10 +54,10 @@ def classify_training(task, config, context):
 def charlm_training(task, config, context):
     """Truncated-BPTT stream batches; the stateful character model."""
     train_text, validation_text = task.load_texts(config)
-    characters, train_ids, _ = task.encode_texts(train_text, validation_text)
+    vocabulary, train_ids, _ = task.encode_texts(train_text, validation_text)
     train = task.stream_batches(train_ids, config.batch_size, config.bptt)
     model = task.build_model(
-        config, len(characters), config.batch_size, stateful=True
+        config, vocabulary.size, config.batch_size, stateful=True
     )
     task.compile_model(model, context)
     return train, model
@@ -68,7 +68,7 @@ def tag_training(task, config, context):
     splits, label_names = task.load_examples(config)
     vocabulary, datasets = task.make_datasets(config, splits)
     with context.scope():
-        model = task.build_model(config, len(vocabulary), len(label_names))
+        model = task.build_model(config, vocabulary.size, len(label_names))
         task.compile_model(model, context)
     return datasets["train"], model
 
@@ -76,15 +76,15 @@ def tag_training(task, config, context):
 def g2p_training(task, config, context):
     """Length-bucketed teacher-forcing pairs; the seq2seq model, as `g2p.run` compiles it."""
     from kerasrnn import seq2seq
+    from pipelines import encoder_decoder
 
-    task.check_config(config)
     splits = task.load_words(config)
     letters, phonemes = task.make_vocabularies(splits["train"])
     train = task.pair_dataset(
         splits["train"], letters, phonemes, config.batch_size, True, config.seed
     )
     with context.scope():
-        model = task.build_model(config, letters, phonemes)
+        model = encoder_decoder.build_model(config, letters, phonemes)
         context.compile(model, seq2seq.SequenceCrossEntropy())
     return train, model
 
@@ -141,7 +141,8 @@ def measure(task_name, quick, repeats, model_batches):
                 f"Argument `{name}` must be a positive integer. "
                 f"Received: {name}={value!r}"
             )
-    task, config = parse_config([task_name, "--quick"] if quick else [task_name])
+    config = parse_config([task_name, "--quick"] if quick else [task_name])
+    task = load_task(task_name)
     keras.utils.set_random_seed(config.seed)
     with tempfile.TemporaryDirectory() as out:
         context = RunContext(config, make_strategy(config.strategy), out)

@@ -1,304 +1,193 @@
 """The command line: `kerasrnn-train TASK [options]`.
 
-Every option a user types passes through here once: it is parsed, checked,
-merged with the task's defaults (see `pipelines.tasks` for the order) and
-handed to `pipelines.training.run_task` as one `argparse.Namespace`.
+Every option a user types passes through here once: the task's
+configuration class (`pipelines.tasks.CONFIGS`) defines and checks it, the
+run directory is claimed, and only then are TensorFlow and the task's
+module loaded and the configuration handed to `pipelines.training.run_task`.
+Whatever can be found wrong before training is one line on stderr and exit
+status 2.
 """
 
 import argparse
+import dataclasses
 import sys
 
-from pipelines.tasks import TASKS, load_task
+from pipelines.options import (
+    ConfigError,
+    RunConfig,
+    flag,
+    one_of,
+    option_spec,
+    present,
+    switch,
+)
+from pipelines.run_directory import RunDirectoryError, claim_run_directory
+from pipelines.tasks import CONFIGS, TASKS, load_config_class, load_task
 
-#: Cells `--cell` accepts; the names of `kerasrnn`'s cell classes, lower case.
-CELLS = ("elman", "lstm", "gru", "leaky")
+PROGRAM = "kerasrnn-train"
 
-#: Distribution strategies `--strategy` accepts (see `pipelines.training`).
-STRATEGIES = ("default", "mirrored", "multiworker")
-
-#: Values of the shared options before a task sets its own.
-SHARED_DEFAULTS = {
-    "cell": "lstm",
-    "units": 64,
-    "layers": 1,
-    "bidirectional": False,
-    "dropout": 0.0,
-    "epochs": 10,
-    "batch_size": 32,
-    "learning_rate": 1e-3,
-    "clipnorm": None,
-    "seed": 0,
-    "shuffle": True,
-    "data": "embedded",
-    "out": "runs/TASK",
-    "strategy": "default",
-    "quick": False,
-    "preset": None,
-}
+SHARED_OPTIONS = {field.name for field in dataclasses.fields(RunConfig)}
 
 
-def positive_int(text):
-    """`argparse` type: an integer > 0."""
-    try:
-        value = int(text)
-    except ValueError:
-        value = None
-    if value is None or value <= 0:
-        raise argparse.ArgumentTypeError(
-            f"must be a positive integer; received {text!r}"
-        )
-    return value
+class Parser(argparse.ArgumentParser):
+    """An `argparse` parser whose refusals are one line, exit status 2."""
+
+    def __init__(self, task=None, **kwargs):
+        super().__init__(prog=PROGRAM, **kwargs)
+        self.task = task
+
+    def error(self, message):
+        where = f"{PROGRAM} {self.task}" if self.task else PROGRAM
+        self.exit(2, f"{where}: {message} (see {PROGRAM} {self.task or 'TASK'} --help)\n")
 
 
-def non_negative_int(text):
-    """`argparse` type: an integer >= 0 (0 often meaning "all")."""
-    try:
-        value = int(text)
-    except ValueError:
-        value = None
-    if value is None or value < 0:
-        raise argparse.ArgumentTypeError(
-            f"must be a non-negative integer; received {text!r}"
-        )
-    return value
+def shown(value):
+    return "unset" if value is None else value
 
 
-def positive_float(text):
-    """`argparse` type: a finite float > 0."""
-    try:
-        value = float(text)
-    except ValueError:
-        value = None
-    if value is None or not 0.0 < value < float("inf"):
-        raise argparse.ArgumentTypeError(
-            f"must be a positive number; received {text!r}"
-        )
-    return value
+def add_options(parser, config_class):
+    """One argument per field of `config_class`, typed, defaults in the help.
 
-
-def dropout_rate(text):
-    """`argparse` type: a float in [0, 1)."""
-    try:
-        value = float(text)
-    except ValueError:
-        value = None
-    if value is None or not 0.0 <= value < 1.0:
-        raise argparse.ArgumentTypeError(
-            f"must be a number in [0, 1); received {text!r}"
-        )
-    return value
-
-
-def add_shared_arguments(parser, defaults, data_sources=None):
-    """Add the options every task shares, showing `defaults` in `--help`.
-
-    Args:
-        parser: The `argparse.ArgumentParser` to extend.
-        defaults: Option name -> default shown in `--help`.
-        data_sources: The task's `DATA_SOURCES`, listed in `--data`'s help.
+    Every default is `argparse.SUPPRESS`: the parsed namespace holds only
+    what was typed, which then wins over `--preset` and `--quick`.
     """
-    parser.add_argument(
-        "--cell",
-        choices=CELLS,
-        default=defaults["cell"],
-        help="recurrent cell from kerasrnn, run by keras.layers.RNN",
-    )
-    parser.add_argument(
-        "--units",
-        type=positive_int,
-        default=defaults["units"],
-        help="hidden units per recurrent layer",
-    )
-    parser.add_argument(
-        "--layers",
-        type=positive_int,
-        default=defaults["layers"],
-        help="number of stacked recurrent layers",
-    )
-    parser.add_argument(
-        "--bidirectional",
-        action=argparse.BooleanOptionalAction,
-        default=defaults["bidirectional"],
-        help="wrap each recurrent layer in keras.layers.Bidirectional",
-    )
-    parser.add_argument(
-        "--dropout",
-        type=dropout_rate,
-        default=defaults["dropout"],
-        help="dropout rate after each recurrent layer, in [0, 1)",
-    )
-    parser.add_argument(
-        "--epochs",
-        type=positive_int,
-        default=defaults["epochs"],
-        help="training epochs",
-    )
-    parser.add_argument(
-        "--batch-size",
-        type=positive_int,
-        default=defaults["batch_size"],
-        help="global batch size (split across replicas)",
-    )
-    parser.add_argument(
-        "--learning-rate",
-        type=positive_float,
-        default=defaults["learning_rate"],
-        help="Adam learning rate",
-    )
-    parser.add_argument(
-        "--clipnorm",
-        type=positive_float,
-        default=defaults["clipnorm"],
-        help="clip each gradient to this L2 norm (eq:rnn-clip); "
-        "no clipping if unset",
-    )
-    parser.add_argument(
-        "--seed",
-        type=int,
-        default=defaults["seed"],
-        help="seed of weights, dropout and data shuffling",
-    )
-    parser.add_argument(
-        "--shuffle",
-        action=argparse.BooleanOptionalAction,
-        default=defaults["shuffle"],
-        help="reshuffle the training examples every epoch, seeded by --seed "
-        "(the same command gives the same batches); --no-shuffle keeps the "
-        "data order, which reproduces a run across --strategy choices",
-    )
-    parser.add_argument(
-        "--data",
-        default=defaults["data"],
-        help=(
-            "one of: " + ", ".join(data_sources)
-            if data_sources
-            else "'embedded' (data inside an installed package, no network) "
-            "or a TFDS dataset name the task reads"
-        ),
-    )
-    parser.add_argument(
-        "--out",
-        default=defaults["out"],
-        metavar="DIR",
-        help="output directory; rerunning the same "
-        "command resumes an interrupted run from its backup there",
-    )
-    parser.add_argument(
-        "--strategy",
-        choices=STRATEGIES,
-        default=defaults["strategy"],
-        help="tf.distribute strategy: one device, MirroredStrategy over the "
-        "local devices, or MultiWorkerMirroredStrategy from TF_CONFIG",
-    )
-    parser.add_argument(
-        "--quick",
-        action="store_true",
-        default=defaults["quick"],
-        help="a tiny run (small model, little data, one or two epochs)",
+    defaults = config_class()
+    groups = {
+        True: parser.add_argument_group("options of every task"),
+        False: parser.add_argument_group(f"options of {config_class.task}"),
+    }
+    for field in dataclasses.fields(config_class):
+        spec = option_spec(config_class, field.name)
+        kind = spec["kind"]
+        if field.name == "data":
+            kind = one_of(*config_class.DATA_SOURCES)
+        if field.name == "preset":
+            if not config_class.PRESETS:
+                continue
+            kind = one_of(*config_class.PRESETS)
+        help_text = f"{spec['help']} (default: {shown(getattr(defaults, field.name))})"
+        arguments = {"default": argparse.SUPPRESS, "help": help_text}
+        if kind is switch:
+            arguments["action"] = argparse.BooleanOptionalAction
+        elif kind is present:
+            arguments["action"] = "store_true"
+        else:
+            arguments["type"] = kind
+            arguments["metavar"] = (
+                "{" + ",".join(kind.choices) + "}" if kind.choices else field.name.upper()
+            )
+        groups[field.name in SHARED_OPTIONS].add_argument(flag(field.name), **arguments)
+
+
+def task_summaries():
+    """`--help` without a task: each task, what it does and its own options."""
+    lines = ["tasks (`kerasrnn-train TASK --help` shows a task's options and defaults):"]
+    for name in CONFIGS:
+        config_class = load_config_class(name)
+        own = [
+            flag(field.name)
+            for field in dataclasses.fields(config_class)
+            if field.name not in SHARED_OPTIONS
+        ]
+        lines.append(f"  {name}: {config_class.DESCRIPTION}")
+        lines.append(f"    its options: {', '.join(own)}")
+    return "\n".join(lines)
+
+
+def data_sources(config_class):
+    return "data sources (--data):\n" + "\n".join(
+        f"  {name}: {description}"
+        for name, description in config_class.DATA_SOURCES.items()
     )
 
 
-def build_parser(task_name=None, task_module=None):
-    """The full parser; with a task, its defaults and its own options."""
-    defaults = dict(SHARED_DEFAULTS, out="runs/TASK")
-    description = "Train a kerasrnn recurrent model on one task."
-    if task_module is not None:
-        defaults.update(task_module.DEFAULTS, out=f"runs/{task_name}")
-        description = task_module.DESCRIPTION
-    parser = argparse.ArgumentParser(
-        prog="kerasrnn-train",
-        description=description,
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
-        epilog="tasks: "
-        + ", ".join(TASKS)
-        + ". `kerasrnn-train TASK --help` shows a task's defaults.",
+def build_parser(config_class=None):
+    """The parser of one task's configuration, or of the shared options."""
+    task = config_class.task if config_class else None
+    parser = Parser(
+        task=task,
+        description=(config_class or RunConfig).DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=data_sources(config_class) if config_class else task_summaries(),
     )
     parser.add_argument("task", choices=list(TASKS), help="what to train")
-    add_shared_arguments(
-        parser, defaults, getattr(task_module, "DATA_SOURCES", None)
-    )
-    if task_module is not None:
-        presets = getattr(task_module, "PRESETS", {})
-        if presets:
-            parser.add_argument(
-                "--preset",
-                choices=sorted(presets),
-                default=None,
-                help="named configuration of this task",
-            )
-        add_task_arguments = getattr(task_module, "add_arguments", None)
-        if add_task_arguments is not None:
-            add_task_arguments(parser.add_argument_group("task options"))
+    add_options(parser, config_class or RunConfig)
     return parser
 
 
 def find_task_name(argv):
-    """The TASK positional of `argv`, or None, without failing on the rest."""
-    scout = argparse.ArgumentParser(add_help=False)
+    """The TASK positional of `argv`, or None, without checking the rest."""
+    scout = argparse.ArgumentParser(add_help=False, exit_on_error=False)
     scout.add_argument("task", nargs="?")
-    add_shared_arguments(scout, SHARED_DEFAULTS)
+    for field in dataclasses.fields(RunConfig):
+        kind = option_spec(RunConfig, field.name)["kind"]
+        if kind is switch:
+            scout.add_argument(flag(field.name), action=argparse.BooleanOptionalAction)
+        elif kind is present:
+            scout.add_argument(flag(field.name), action="store_true")
+        else:
+            scout.add_argument(flag(field.name))
     try:
         known, _ = scout.parse_known_args(argv)
-    except SystemExit:
+    except argparse.ArgumentError:
         return None
     return known.task
 
 
 def parse_config(argv):
-    """Parse `argv` into the resolved config of one task.
+    """Parse and check `argv` into the configuration of one task.
+
+    Values are resolved, lowest precedence first: the configuration's
+    defaults, `--preset`, `--quick`, what was typed. Every value, `--out`
+    and the environment `--strategy` needs are checked here, before
+    TensorFlow is imported.
 
     Returns:
-        `(task_module, config)`: the task's module and an
-        `argparse.Namespace` with every option resolved.
+        The task's configuration (a frozen dataclass, see
+        `pipelines.options.RunConfig`).
 
     Raises:
-        SystemExit: `--help`, or an unknown task or option (argparse prints
-            the valid choices).
+        SystemExit: `--help` (status 0), or anything refused (status 2,
+            one line on stderr naming the option, the value and what is
+            allowed).
     """
     task_name = find_task_name(argv)
-    task_module = None
-    if task_name in TASKS:
+    config_class = None
+    if task_name in CONFIGS:
         try:
-            task_module = load_task(task_name)
+            config_class = load_config_class(task_name)
         except ModuleNotFoundError as error:
-            if error.name != TASKS[task_name]:
+            module = CONFIGS[task_name].partition(":")[0]
+            if error.name != module:
                 raise
-            build_parser().error(
-                f"task {task_name!r} is registered but its module "
-                f"{TASKS[task_name]} is not in this installation"
+            Parser().error(
+                f"task {task_name!r} is registered but its options module "
+                f"{module} is not in this installation"
             )
-    parser = build_parser(task_name, task_module)
-    # The first pass prints --help with the task's defaults and refuses
-    # unknown tasks, options and values with the valid choices.
-    parsed, unknown = parser.parse_known_args(argv)
+    parser = build_parser(config_class)
+    typed, unknown = parser.parse_known_args(argv)
     if unknown:
         options = sorted(
-            option
-            for action in parser._actions
-            for option in action.option_strings
+            option for action in parser._actions for option in action.option_strings
         )
         parser.error(
-            f"unrecognized arguments: {' '.join(unknown)}. "
-            f"Valid options: {', '.join(options)}"
+            f"unrecognized arguments: {' '.join(unknown)}; "
+            f"valid options: {', '.join(options)}"
         )
-    # The second pass, with every default suppressed, tells what the user
-    # typed, which must win over --preset and --quick.
-    for action in parser._actions:
-        action.default = argparse.SUPPRESS
-    typed = vars(parser.parse_args(argv))
-
-    config = vars(parsed)
-    if config.get("preset"):
-        config.update(task_module.PRESETS[config["preset"]])
-    if config["quick"]:
-        config.update(task_module.QUICK)
-    config.update(typed)
-    if config["data"] not in task_module.DATA_SOURCES:
-        parser.error(
-            f"argument --data: invalid choice: {config['data']!r} "
-            f"(choose from {', '.join(task_module.DATA_SOURCES)})"
-        )
-    return task_module, argparse.Namespace(**config)
+    typed = vars(typed)
+    del typed["task"]
+    values = {}
+    if typed.get("preset"):
+        values.update(config_class.PRESETS[typed["preset"]])
+    if typed.get("quick"):
+        values.update(config_class.QUICK)
+    values.update(typed)
+    try:
+        config = config_class(**values)
+        config.check_environment()
+    except ConfigError as error:
+        parser.error(str(error))
+    return config
 
 
 def main(argv=None):
@@ -308,18 +197,31 @@ def main(argv=None):
         argv: The arguments after the program name; `sys.argv[1:]` if None.
 
     Returns:
-        0 on success, 1 when training stopped on a fault it reports (a NaN
-        loss, malformed data, a dataset not on disk).
+        0 on success; 1 when training stopped on a fault it reports (a NaN
+        loss, malformed data, a dataset not on disk); 2 when `--out` cannot
+        be claimed (bad values exit with 2 from `parse_config`).
     """
     argv = sys.argv[1:] if argv is None else list(argv)
-    task_module, config = parse_config(argv)
-    # Imported only now so that `kerasrnn-train --help` and an unknown task
-    # answer without loading TensorFlow.
+    config = parse_config(argv)
+    try:
+        run_directory = claim_run_directory(
+            config.out,
+            config.task,
+            config.fingerprint(),
+            restart=config.restart,
+            overwrite=config.overwrite,
+            strategy=config.strategy,
+        )
+    except RunDirectoryError as error:
+        print(f"{PROGRAM} {config.task}: {error}", file=sys.stderr)
+        return 2
+    # Only now, with every check passed, are TensorFlow and the task loaded.
+    task_module = load_task(config.task)
     from pipelines.training import RunFailed, run_task
 
     try:
-        run_task(task_module, config)
+        run_task(task_module, config, run_directory)
     except RunFailed as failure:
-        print(f"kerasrnn-train {config.task}: {failure}", file=sys.stderr)
+        print(f"{PROGRAM} {config.task}: {failure}", file=sys.stderr)
         return 1
     return 0

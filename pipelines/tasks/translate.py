@@ -9,7 +9,7 @@ read as `<unk>`), sentences cut to `--max-length` words. There is no
 embedded corpus: offline, with the data not prepared, the run fails at once
 with `DatasetNotOnDisk`, naming the dataset and the command that fetches it.
 
-Model: the g2p task's (`pipelines.tasks.g2p.build_model`): word embeddings
+Model: the g2p task's (`pipelines.encoder_decoder`): word embeddings
 (`--embedding`) → `--layers` encoder layers of `--cell` with `--units`
 (`--bidirectional`) → a decoder of the same cell, given the context as
 `--context` says → softmax over target words (`eq:rnn-seq2seq`). Training
@@ -39,135 +39,13 @@ reads as `<unk>`, the served model drops source words outside its
 vocabulary (see `kerasrnn.seq2seq.serving` for every odd input).
 """
 
-import argparse
-
-import keras
-
 from kerasrnn import seq2seq
-from pipelines.cli import positive_int
+from pipelines import edit_distance, encoder_decoder
 from pipelines.data.translation import TranslationConfig, load_translation
-from pipelines.tasks import g2p
+from pipelines.tasks.options.translate import CORPORA
 
-DESCRIPTION = (
-    "Sentence translation on a TFDS ted_hrlr_translate corpus (online users): "
-    "a seq2seq encoder-decoder with beam search; reports test token and "
-    "sentence error rates."
-)
-
-#: The (source, target) feature keys of every `ted_hrlr_translate`
-#: configuration, as TFDS 4.9 lists them; the configuration's name drops
-#: the underscore of a mixed source ("az_tr" -> "aztr_to_en").
-LANGUAGE_PAIRS = (
-    ("pt", "en"),
-    ("az", "en"),
-    ("az_tr", "en"),
-    ("be", "en"),
-    ("be_ru", "en"),
-    ("es", "pt"),
-    ("fr", "pt"),
-    ("gl", "en"),
-    ("gl_pt", "en"),
-    ("he", "pt"),
-    ("it", "pt"),
-    ("ru", "en"),
-    ("ru", "pt"),
-    ("tr", "en"),
-)
-
-#: `--data` value -> (source, target) feature keys.
-CORPORA = {
-    f"ted_hrlr_translate/{source.replace('_', '')}_to_{target}": (source, target)
-    for source, target in LANGUAGE_PAIRS
-}
-
-DATA_SOURCES = {
-    name: f"TFDS {name} (TED talks, Qi et al. 2018; {source} -> {target}); "
-    "needs `tfds build ted_hrlr_translate` once online"
-    for name, (source, target) in CORPORA.items()
-}
-
-DEFAULTS = {
-    "data": "ted_hrlr_translate/pt_to_en",
-    "cell": "lstm",
-    "units": 256,
-    "layers": 1,
-    "bidirectional": True,
-    "dropout": 0.0,
-    "epochs": 10,
-    "batch_size": 64,
-    "learning_rate": 1e-3,
-    "clipnorm": 1.0,
-    "embedding": 128,
-    "context": "initial_state",
-    "beam_width": 4,
-    "length_penalty": 0.6,
-    "scheduled_sampling": "none",
-    "sampling_midpoint": 5000,
-    "vocabulary_size": 8000,
-    "max_length": 40,
-}
-
-QUICK = {
-    "units": 16,
-    "embedding": 16,
-    "epochs": 2,
-    "batch_size": 32,
-    "beam_width": 2,
-    "vocabulary_size": 200,
-    "max_length": 8,
-}
-
-
-def non_negative_float(text):
-    """`argparse` type: a finite float >= 0."""
-    try:
-        value = float(text)
-    except ValueError:
-        value = None
-    if value is None or not 0.0 <= value < float("inf"):
-        raise argparse.ArgumentTypeError(
-            f"must be a number >= 0; received {text!r}"
-        )
-    return value
-
-
-def add_arguments(parser):
-    parser.add_argument(
-        "--embedding", type=positive_int, default=DEFAULTS["embedding"],
-        help="size of the source and target word embeddings",
-    )
-    parser.add_argument(
-        "--context", choices=seq2seq.CONTEXTS, default=DEFAULTS["context"],
-        help="how the decoder receives the encoder's context",
-    )
-    parser.add_argument(
-        "--beam-width", type=positive_int, default=DEFAULTS["beam_width"],
-        help="beam search width B (1 is greedy decoding)",
-    )
-    parser.add_argument(
-        "--length-penalty", type=non_negative_float,
-        default=DEFAULTS["length_penalty"],
-        help="GNMT length penalty alpha of the beam search",
-    )
-    parser.add_argument(
-        "--scheduled-sampling", choices=g2p.SCHEDULES,
-        default=DEFAULTS["scheduled_sampling"],
-        help="decay of the teacher-forcing probability epsilon (none: always 1)",
-    )
-    parser.add_argument(
-        "--sampling-midpoint", type=positive_int,
-        default=DEFAULTS["sampling_midpoint"],
-        help="training step at which epsilon reaches 1/2",
-    )
-    parser.add_argument(
-        "--vocabulary-size", type=positive_int,
-        default=DEFAULTS["vocabulary_size"],
-        help="most frequent training words kept per language; others are <unk>",
-    )
-    parser.add_argument(
-        "--max-length", type=positive_int, default=DEFAULTS["max_length"],
-        help="words kept per sentence (longer sentences are cut)",
-    )
+#: No baseline is computed in the run.
+HEADLINE_METRIC = ("test_token_error_rate", None, "lower")
 
 
 def predict(model, batches, target_vocabulary, config):
@@ -179,16 +57,15 @@ def predict(model, batches, target_vocabulary, config):
     Returns:
         `(predictions, references)`: per sentence a list of target words,
         and its reference wrapped in a one-element list (the shape
-        `g2p.error_rates` takes).
+        `pipelines.edit_distance.error_rates` takes).
     """
     predictions, references = [], []
     for inputs, labels in batches:
-        sequences, _, _ = seq2seq.beam_search_decode(
-            model, inputs["source"], config.beam_width, config.max_length + 1,
-            config.length_penalty,
-        )
         predictions.extend(
-            target_vocabulary.decode(row) for row in sequences[:, 0].numpy()
+            encoder_decoder.beam_search(
+                model, inputs["source"], target_vocabulary, config,
+                config.max_length + 1,
+            )
         )
         references.extend([target_vocabulary.decode(row)] for row in labels.numpy())
     return predictions, references
@@ -208,12 +85,9 @@ def run(config, context):
             seed=config.seed,
         )
     )
-    with context.scope():
-        model = g2p.build_model(config, source_vocabulary, target_vocabulary)
-        context.compile(model, seq2seq.SequenceCrossEntropy())
-    context.fit(
-        model, datasets["train"], datasets["validation"],
-        callbacks=[keras.callbacks.ReduceLROnPlateau(factor=0.5, patience=0)],
+    model = encoder_decoder.train(
+        config, context, source_vocabulary, target_vocabulary,
+        datasets["train"], datasets["validation"],
     )
     context.save(model, export=False)
     if context.is_chief:
@@ -230,8 +104,8 @@ def run(config, context):
     predictions, references = predict(
         model, datasets["test"], target_vocabulary, config
     )
-    sentence_error_rate, token_error_rate = g2p.error_rates(
-        predictions, references, stress=True
+    sentence_error_rate, token_error_rate = edit_distance.error_rates(
+        predictions, references
     )
     examples = [
         {"reference": " ".join(reference[0]), "prediction": " ".join(prediction)}

@@ -1,12 +1,20 @@
-"""The command line: help, refusals with the valid choices, option precedence."""
+"""The command line: help, one-line refusals before TensorFlow loads, precedence,
+the typed configurations and the import layering of `pipelines`."""
 
+import ast
+import dataclasses
+import json
+import pathlib
 import subprocess
 import sys
 
 import pytest
 
-from pipelines import cli
-from pipelines.tasks import TASKS, load_task
+from pipelines import cli, options
+from pipelines.options import ConfigError, RunConfig
+from pipelines.tasks import CONFIGS, TASKS, load_config_class, load_task
+from pipelines.tasks.options.forecast import ForecastConfig
+from pipelines.tasks.options.g2p import G2PConfig
 from tests.pipelines.conftest import REPOSITORY, subprocess_env
 
 # Every option issue 4 names for the command line.
@@ -28,6 +36,30 @@ ISSUE_OPTIONS = (
 )
 
 
+def run_command(*argv, env=None):
+    """`python -X importtime -m pipelines ARGV`: (status, stderr lines, modules).
+
+    The import-time report (on stderr) names every module the command
+    imported; the other stderr lines are what the command printed.
+    """
+    completed = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "pipelines", *argv],
+        capture_output=True,
+        text=True,
+        cwd=REPOSITORY,
+        env=env or subprocess_env(),
+        timeout=120,
+    )
+    lines = completed.stderr.splitlines()
+    imported = {
+        line.rsplit("|", 1)[-1].strip()
+        for line in lines
+        if line.startswith("import time:")
+    }
+    said = [line for line in lines if not line.startswith("import time:")]
+    return completed.returncode, said, imported
+
+
 def test_python_dash_m_help_documents_every_option():
     completed = subprocess.run(
         [sys.executable, "-m", "pipelines", "--help"],
@@ -38,10 +70,10 @@ def test_python_dash_m_help_documents_every_option():
         timeout=120,
     )
     assert completed.returncode == 0
-    for option in ISSUE_OPTIONS:
+    for option in (*ISSUE_OPTIONS, "--cell-dropout", "--restart", "--overwrite"):
         assert option in completed.stdout
-    for task in ("forecast", "classify", "charlm", "tag", "g2p"):
-        assert task in completed.stdout
+    for task in TASKS:
+        assert f"{task}: " in completed.stdout
 
 
 def test_task_help_shows_the_task_defaults(capsys):
@@ -52,8 +84,18 @@ def test_task_help_shows_the_task_defaults(capsys):
     # The lecture notes' model: Elman cells, 50 units, dropout 0.2.
     assert "(default: elman)" in text
     assert "(default: 50)" in text
-    assert "(default: 0.2)" in text
-    assert "--window" in text
+    assert "after each recurrent layer" in text and "(default: 0.2)" in text
+    assert "--window" in text and "(default: runs/forecast)" in text
+    assert "embedded: statsmodels.datasets.sunspots" in text
+
+
+def test_seq2seq_help_has_cell_dropout_and_no_layer_dropout(capsys):
+    with pytest.raises(SystemExit):
+        cli.main(["g2p", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "--cell-dropout" in text and "the cells' input dropout" in text
+    assert "--dropout " not in text
+    assert "--preset {full}" in text
 
 
 def test_unknown_task_is_refused_with_the_choices(capsys):
@@ -61,6 +103,7 @@ def test_unknown_task_is_refused_with_the_choices(capsys):
         cli.main(["nonsense"])
     assert exit_info.value.code == 2
     error = capsys.readouterr().err
+    assert len(error.splitlines()) == 1
     assert "invalid choice: 'nonsense'" in error
     for task in TASKS:
         assert task in error
@@ -71,99 +114,251 @@ def test_unknown_option_is_refused_with_the_valid_options(capsys):
         cli.main(["forecast", "--unitz", "3"])
     assert exit_info.value.code == 2
     error = capsys.readouterr().err
-    assert "unrecognized arguments: --unitz 3" in error
+    assert error.startswith("kerasrnn-train forecast: unrecognized arguments: --unitz 3;")
     assert "--units" in error and "--window" in error
 
 
 @pytest.mark.parametrize(
     "argv, fragment",
     [
-        (
-            ["--units", "0"],
-            "argument --units: must be a positive integer; received '0'",
-        ),
-        (
-            ["--dropout", "1.5"],
-            "argument --dropout: must be a number in [0, 1); received '1.5'",
-        ),
-        (
-            ["--learning-rate", "nan"],
-            "argument --learning-rate: must be a positive number",
-        ),
-        (
-            ["--window", "0"],
-            "argument --window: must be a positive integer; received '0'",
-        ),
-        (["--cell", "rnn"], "argument --cell: invalid choice: 'rnn'"),
-        (["--strategy", "tpu"], "argument --strategy: invalid choice: 'tpu'"),
-        (
-            ["--data", "mnist"],
-            "argument --data: invalid choice: 'mnist' (choose from embedded)",
-        ),
+        (["--units", "0"], "argument --units: must be a positive integer; received '0'"),
+        (["--units", "2.5"], "argument --units: must be a positive integer; received '2.5'"),
+        (["--dropout", "1.5"], "argument --dropout: must be a number in [0, 1); received '1.5'"),
+        (["--cell-dropout", "-0.1"], "argument --cell-dropout: must be a number in [0, 1); received '-0.1'"),
+        (["--learning-rate", "nan"], "argument --learning-rate: must be a positive number; received 'nan'"),
+        (["--window", "0"], "argument --window: must be a positive integer; received '0'"),
+        (["--cell", "rnn"], "argument --cell: must be one of elman, lstm, gru, leaky; received 'rnn'"),
+        (["--strategy", "tpu"], "argument --strategy: must be one of default, mirrored, multiworker; received 'tpu'"),
+        (["--data", "mnist"], "argument --data: must be one of embedded; received 'mnist'"),
     ],
 )
 def test_bad_values_are_refused_naming_the_option(capsys, argv, fragment):
     with pytest.raises(SystemExit) as exit_info:
         cli.parse_config(["forecast", *argv])
     assert exit_info.value.code == 2
-    assert fragment in " ".join(capsys.readouterr().err.split())
+    error = capsys.readouterr().err
+    assert len(error.splitlines()) == 1
+    assert fragment in error
 
 
-def test_precedence_defaults_then_quick_then_typed():
-    forecast = load_task("forecast")
-    _, plain = cli.parse_config(["forecast"])
-    assert plain.units == forecast.DEFAULTS["units"] == 50
-    assert plain.cell == "elman" and plain.window == 12
+@pytest.fixture
+def a_file(tmp_path):
+    path = tmp_path / "a-file"
+    path.write_text("not a directory\n")
+    return path
+
+
+# Each case: the command after the task, the option and the value the one
+# line must name.
+BEFORE_TENSORFLOW = {
+    "g2p beam width 0": (["g2p", "--beam-width", "0"], "--beam-width", "'0'"),
+    "g2p negative embedding": (["g2p", "--embedding", "-3"], "--embedding", "'-3'"),
+    "g2p negative limit": (["g2p", "--limit", "-5"], "--limit", "'-5'"),
+    "g2p negative length penalty": (
+        ["g2p", "--length-penalty", "-0.5"], "--length-penalty", "'-0.5'"
+    ),
+    "g2p sampling midpoint 0": (
+        ["g2p", "--sampling-midpoint", "0"], "--sampling-midpoint", "'0'"
+    ),
+    "translate beam width 0": (["translate", "--beam-width", "0"], "--beam-width", "'0'"),
+    "g2p layer dropout": (["g2p", "--dropout", "0.2"], "--dropout", "--cell-dropout"),
+    "window longer than the series": (["forecast", "--window", "300"], "--window", "300"),
+    "negative seed": (["forecast", "--seed", "-1"], "--seed", "'-1'"),
+    "seed of 2**32": (["forecast", "--seed", str(2**32)], "--seed", str(2**32)),
+    "empty out": (["forecast", "--out", ""], "--out", "''"),
+    "out names a file": (["forecast", "--out", "{file}"], "--out", "{file}"),
+    "out under a file": (["forecast", "--out", "{file}/run"], "--out", "{file}/run"),
+    # /proc takes no new files, whoever asks (os.access would say yes to root).
+    "out unwritable": (["forecast", "--out", "/proc/kerasrnn/run"], "--out", "/proc/kerasrnn/run"),
+    "multiworker without TF_CONFIG": (
+        ["forecast", "--strategy", "multiworker"], "--strategy", "'multiworker'"
+    ),
+    "multiworker with unreadable TF_CONFIG": (
+        ["forecast", "--strategy", "multiworker", "TF_CONFIG=workers"], "--strategy", "workers"
+    ),
+    "charlm distributed": (["charlm", "--strategy", "mirrored"], "--strategy", "'mirrored'"),
+}
+
+
+@pytest.mark.parametrize("case", BEFORE_TENSORFLOW)
+def test_refusals_are_one_line_before_tensorflow_loads(case, a_file, tmp_path):
+    argv, option, value = BEFORE_TENSORFLOW[case]
+    env = subprocess_env()
+    env.pop("TF_CONFIG", None)
+    argv = [arg.replace("{file}", str(a_file)) for arg in argv]
+    value = value.replace("{file}", str(a_file))
+    for arg in list(argv):
+        if arg.startswith("TF_CONFIG="):
+            env["TF_CONFIG"] = arg.partition("=")[2]
+            argv.remove(arg)
+    if "--out" not in argv:
+        argv += ["--out", str(tmp_path / "run")]
+    status, said, imported = run_command(*argv, env=env)
+    assert status == 2, said
+    assert len(said) == 1, said
+    assert said[0].startswith(f"kerasrnn-train {argv[0]}: ")
+    assert option in said[0] and value in said[0]
+    assert "tensorflow" not in imported and "keras" not in imported
+    assert not (tmp_path / "run").exists()
+
+
+def test_precedence_defaults_then_preset_then_quick_then_typed():
+    plain = cli.parse_config(["forecast"])
+    assert isinstance(plain, ForecastConfig)
+    assert plain == ForecastConfig()
+    assert (plain.units, plain.cell, plain.window, plain.dropout) == (50, "elman", 12, 0.2)
     assert plain.clipnorm is None and plain.shuffle is True
     assert plain.out == "runs/forecast"
 
-    _, quick = cli.parse_config(["forecast", "--quick"])
-    assert quick.units == forecast.QUICK["units"] == 8
-    assert quick.window == forecast.QUICK["window"]
+    quick = cli.parse_config(["forecast", "--quick"])
+    assert quick.units == ForecastConfig.QUICK["units"] == 8
+    assert quick.window == ForecastConfig.QUICK["window"]
 
     # What the user types wins even over --quick, in any order.
-    _, typed = cli.parse_config(
-        [
-            "forecast",
-            "--units",
-            "5",
-            "--quick",
-            "--window",
-            "3",
-            "--cell",
-            "gru",
-        ]
+    typed = cli.parse_config(
+        ["forecast", "--units", "5", "--quick", "--window", "3", "--cell", "gru"]
     )
-    assert (typed.units, typed.window, typed.cell, typed.quick) == (
-        5,
-        3,
-        "gru",
-        True,
-    )
-    assert typed.epochs == forecast.QUICK["epochs"]
+    assert (typed.units, typed.window, typed.cell, typed.quick) == (5, 3, "gru", True)
+    assert typed.epochs == ForecastConfig.QUICK["epochs"]
+
+    # --quick wins over --preset, which wins over the defaults.
+    full = cli.parse_config(["g2p", "--preset", "full"])
+    assert (full.units, full.epochs, full.beam_width) == (256, 10, 5)
+    both = cli.parse_config(["g2p", "--preset", "full", "--quick", "--epochs", "3"])
+    assert (both.units, both.epochs, both.beam_width) == (32, 3, 2)
 
 
-def test_a_registered_task_without_its_module_is_reported(monkeypatch, capsys):
+def test_configurations_are_frozen_and_check_every_value():
+    config = G2PConfig()
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        config.units = 3
+    with pytest.raises(ConfigError, match=r"^argument --units: must be a positive integer; received True$"):
+        ForecastConfig(units=True)
+    with pytest.raises(ConfigError, match=r"argument --learning-rate: .*received '0.1'"):
+        ForecastConfig(learning_rate="0.1")
+    with pytest.raises(ConfigError, match=r"argument --preset: must be one of full; received 'huge'"):
+        G2PConfig(preset="huge")
+    with pytest.raises(ConfigError, match=r"argument --out: must be a directory path; received ' '"):
+        G2PConfig(out=" ")
+    assert ForecastConfig(window=220).window == 220
+    with pytest.raises(ConfigError, match="--window: must be at most 220"):
+        ForecastConfig(window=221)
+    assert G2PConfig(clipnorm=None).clipnorm is None
+
+
+@pytest.mark.parametrize("name", list(CONFIGS))
+def test_quick_and_presets_name_real_options_with_valid_values(name):
+    config_class = load_config_class(name)
+    assert config_class.task == name
+    fields = {field.name for field in dataclasses.fields(config_class)}
+    for overrides in (config_class.QUICK, *config_class.PRESETS.values()):
+        assert set(overrides) <= fields
+        config_class(**overrides)  # every value passes the checks
+
+
+def test_fingerprint_holds_the_training_options_only():
+    config = cli.parse_config(["g2p", "--quick", "--out", "elsewhere", "--restart"])
+    fingerprint = config.fingerprint()
+    json.dumps(fingerprint)
+    left_out = {"out", "restart", "overwrite", "strategy", "quick", "preset",
+                "beam_width", "length_penalty"}
+    fields = {field.name for field in dataclasses.fields(config)}
+    assert set(fingerprint) == fields - left_out
+    assert fingerprint["units"] == 32 and fingerprint["learning_rate"] == 3e-3
+
+    # The same training, asked for differently, has the same fingerprint.
+    spelled_out = cli.parse_config(
+        ["g2p", "--units", "32", "--embedding", "16", "--epochs", "2", "--batch-size",
+         "64", "--limit", "3000", "--beam-width", "1", "--overwrite"]
+    )
+    assert spelled_out.fingerprint() == fingerprint
+    assert cli.parse_config(["g2p", "--quick", "--seed", "1"]).fingerprint() != fingerprint
+    assert "sample_chars" not in cli.parse_config(["charlm"]).fingerprint()
+
+
+def test_cell_names_and_contexts_are_those_of_kerasrnn():
+    import keras
+
+    import kerasrnn
+    from kerasrnn import seq2seq
+    from pipelines.tasks.options import seq2seq as seq2seq_options
+
+    for class_name in options.CELLS.values():
+        assert issubclass(getattr(kerasrnn, class_name), keras.layers.Layer)
+    assert seq2seq_options.CONTEXTS == seq2seq.CONTEXTS
+
+
+def test_the_two_dropouts_reach_their_layers():
+    import keras
+
+    from pipelines.recurrent import recurrent_stack
+
+    config = ForecastConfig(cell="gru", units=4, layers=2, dropout=0.25, cell_dropout=0.1)
+    inputs = keras.Input((None, 3))
+    model = keras.Model(inputs, recurrent_stack(inputs, config, return_sequences=False))
+    rnns = [layer for layer in model.layers if isinstance(layer, keras.layers.RNN)]
+    dropouts = [layer for layer in model.layers if isinstance(layer, keras.layers.Dropout)]
+    assert [rnn.cell.dropout for rnn in rnns] == [0.1, 0.1]
+    assert [layer.rate for layer in dropouts] == [0.25, 0.25]
+
+
+@pytest.mark.parametrize("name", list(TASKS))
+def test_task_modules_follow_the_contract(name):
+    task = load_task(name)
+    config_class = load_config_class(name)
+    assert isinstance(config_class.DESCRIPTION, str) and config_class.DESCRIPTION
+    assert next(iter(config_class.DATA_SOURCES)) == config_class().data
+    metric, baseline, better = task.HEADLINE_METRIC
+    assert metric.startswith(("test_", "val_")) and better in ("lower", "higher")
+    assert baseline is None or "baseline" in baseline or baseline.startswith(
+        ("persistence", "unigram")
+    )
+    assert callable(task.run)
+
+
+def test_a_registered_task_without_its_options_module_is_reported(monkeypatch, capsys):
     monkeypatch.setitem(TASKS, "ghost", "pipelines.tasks.ghost")
+    monkeypatch.setitem(CONFIGS, "ghost", "pipelines.tasks.options.ghost:GhostConfig")
     with pytest.raises(SystemExit):
         cli.parse_config(["ghost"])
     assert (
-        "task 'ghost' is registered but its module pipelines.tasks.ghost"
-        in (capsys.readouterr().err)
+        "task 'ghost' is registered but its options module "
+        "pipelines.tasks.options.ghost is not in this installation"
+        in capsys.readouterr().err
     )
 
 
 def test_load_task_refuses_unknown_names():
-    with pytest.raises(
-        ValueError, match=r"Argument `task` must be one of .*Received: task='x'"
-    ):
+    with pytest.raises(ValueError, match=r"Argument `task` must be one of .*Received: task='x'"):
         load_task("x")
 
 
-@pytest.mark.parametrize("name", ["forecast", "classify", "charlm", "tag"])
-def test_task_modules_follow_the_contract(name):
-    task = load_task(name)
-    assert isinstance(task.DESCRIPTION, str) and task.DESCRIPTION
-    assert next(iter(task.DATA_SOURCES)) == "embedded"
-    assert set(task.QUICK) <= set(task.DEFAULTS)
-    assert callable(task.run)
+def imported_modules(path):
+    """Every module a source file imports, as dotted names."""
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            names.add(node.module)
+            names.update(f"{node.module}.{alias.name}" for alias in node.names)
+    return names
+
+
+def test_imports_run_one_way_cli_tasks_options():
+    package = REPOSITORY / "pipelines"
+    task_modules = set(TASKS.values())
+    for path in (package / "tasks").rglob("*.py"):
+        module = ".".join(path.relative_to(REPOSITORY).with_suffix("").parts)
+        for name in imported_modules(path):
+            assert not name.startswith("pipelines.cli"), (module, name)
+            assert name == module or name not in task_modules, (module, name)
+    assert not {
+        name for name in imported_modules(package / "options.py")
+        if name.startswith(("pipelines", "tensorflow", "keras", "kerasrnn"))
+    }
+    for path in (package / "tasks" / "options").glob("*.py"):
+        assert not {
+            name for name in imported_modules(path)
+            if name.startswith(("tensorflow", "keras", "kerasrnn", "numpy"))
+        }, path

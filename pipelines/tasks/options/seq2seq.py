@@ -1,0 +1,63 @@
+"""The options g2p and translate share: the encoder-decoder and its decoding.
+
+`pipelines.encoder_decoder` builds and trains the model these options
+describe. An option both seq2seq tasks take is one field here.
+"""
+
+import dataclasses
+
+from pipelines.options import (
+    RunConfig,
+    dropout_rate,
+    non_negative_float,
+    one_of,
+    option,
+    positive_int,
+)
+
+#: `kerasrnn.seq2seq.CONTEXTS`, written out because importing kerasrnn loads
+#: TensorFlow; a test holds the two equal.
+CONTEXTS = ("initial_state", "every_step", "both")
+
+#: Decays of the teacher-forcing probability ε (`--scheduled-sampling`).
+SCHEDULES = ("none", "linear", "exponential", "inverse_sigmoid")
+
+
+@dataclasses.dataclass(frozen=True)
+class Seq2SeqConfig(RunConfig):
+    """An encoder-decoder (`kerasrnn.seq2seq.Seq2Seq`) decoded by beam search.
+
+    `--dropout` (after each layer of a stack) does not exist here: the
+    encoder-decoder's only dropout is the cells' own, `--cell-dropout`.
+    """
+
+    bidirectional: bool = True
+    embedding: int = option(
+        64, positive_int, "size of the source and target token embeddings"
+    )
+    context: str = option(
+        "initial_state",
+        one_of(*CONTEXTS),
+        "how the decoder receives the encoder's context",
+    )
+    scheduled_sampling: str = option(
+        "none",
+        one_of(*SCHEDULES),
+        "decay of the teacher-forcing probability epsilon (none: always 1)",
+    )
+    sampling_midpoint: int = option(
+        2000, positive_int, "training step at which epsilon reaches 1/2"
+    )
+    beam_width: int = option(
+        4,
+        positive_int,
+        "beam search width B (1 is greedy decoding) of the test decoding "
+        "and the SavedModel",
+        training=False,
+    )
+    length_penalty: float = option(
+        0.0,
+        non_negative_float,
+        "GNMT length penalty alpha of the beam search",
+        training=False,
+    )

