@@ -120,6 +120,21 @@ class BahdanauAttention(keras.layers.Layer):
         weights = masked_softmax(scores, mask)
         return weighted_sum(weights, memory), weights
 
+    def closed_form_params(self):
+        """`(description, [(label, count)], formula)` for `explain_params`."""
+        q = int(self.query_projection.kernel.shape[0])
+        m = int(self.memory_projection.kernel.shape[0])
+        u = self.units
+        return (
+            f"Bahdanau attention, u={u}, q={q}, m={m}",
+            [
+                (f"W_s q×u = {q}×{u}", q * u),
+                (f"W_h m×u = {m}×{u}", m * u),
+                (f"v u = {u}", u),
+            ],
+            "u×(q + m + 1)",
+        )
+
     def get_config(self):
         return {**super().get_config(), "units": self.units}
 
@@ -179,6 +194,19 @@ class LuongAttention(keras.layers.Layer):
     def attentional(self, query, context):
         """ã = tanh(W_c [s; a]): `(batch, n)`, `(batch, m)` -> `(batch, n)`."""
         return self.attentional_projection(ops.concatenate([query, context], axis=-1))
+
+    def closed_form_params(self):
+        """`(description, [(label, count)], formula)` for `explain_params`."""
+        m = int(self.memory_projection.kernel.shape[0])
+        n = self.units
+        return (
+            f"Luong attention, n={n}, m={m}",
+            [
+                (f"W n×m = {n}×{m}", n * m),
+                (f"W_c (n + m)×n = {n + m}×{n}", (n + m) * n),
+            ],
+            "n×m + (n + m)×n",
+        )
 
     def get_config(self):
         return {**super().get_config(), "units": self.units}

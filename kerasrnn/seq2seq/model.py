@@ -473,7 +473,7 @@ class Seq2Seq(keras.Model):
             context.update(
                 memory=top_output, keys=self.attention.keys(top_output), mask=mask
             )
-            final_output = self.final_output(top_output)
+            final_output = self.final_output(top_output, mask)
         if self.uses_every_step:
             context["context"] = final_output
         batch = ops.shape(source_ids)[0]
@@ -495,17 +495,21 @@ class Seq2Seq(keras.Model):
             states.append(ops.zeros((batch, self.cell_output_size), self.compute_dtype))
         return states, context
 
-    def final_output(self, outputs):
+    def final_output(self, outputs, mask):
         """The encoder's final output from its `(batch, S, m)` sequence.
 
-        keras.layers.RNN carries the last real output over masked steps, so
-        the forward direction ends at position S − 1 and the backward
-        direction (re-reversed by `Bidirectional`) at position 0.
+        keras.layers.RNN returns zeros at masked steps, so the forward
+        direction's final output is the one at the last real position and
+        the backward direction's (re-reversed by `Bidirectional`) the one at
+        position 0.
         """
-        if not self.bidirectional:
-            return outputs[:, -1]
+        lengths = ops.sum(ops.cast(mask, "int32"), axis=1)
+        last = ops.maximum(lengths - 1, 0)[:, None, None]
         half = self.cell_output_size
-        return ops.concatenate([outputs[:, -1, :half], outputs[:, 0, half:]], axis=-1)
+        forward = ops.take_along_axis(outputs[:, :, :half], last, axis=1)[:, 0]
+        if not self.bidirectional:
+            return forward
+        return ops.concatenate([forward, outputs[:, 0, half:]], axis=-1)
 
     # ---------------------------------------------------------------- decode
     def decode_step(self, tokens, states, context, training=False, return_alignment=False):
@@ -629,6 +633,8 @@ class Seq2Seq(keras.Model):
                 lambda t, *_: t < steps,
                 step,
                 (tf.constant(0), inputs_by_step[0], states, outputs),
+                # A known trip count lets XLA differentiate through the loop.
+                maximum_iterations=steps,
             )
         logits = tf.transpose(outputs["logits"].stack(), [1, 0, 2])
         if self.attention is None:
