@@ -2,12 +2,14 @@
 
 `NumpySeq2Seq(model)` copies the weights of a `Seq2Seq` model and recomputes
 everything from the seed equations with plain loops, one example at a time:
-the encoder (`eq:rnn-hidden` / `eq:rnn-lstm-*`, `eq:rnn-bidir` over the real
-tokens only), the bridge, the decoder step, teacher-forced logits,
-free-running logits, greedy decoding, exhaustive enumeration of every output
-sequence and a list-based beam search. Only the weights come from kerasrnn.
+the encoder (`eq:rnn-hidden`, the leaky unit, `eq:rnn-lstm-*` or
+`eq:rnn-gru-*`; `eq:rnn-bidir` over the real tokens only), the bridge, the
+decoder step, teacher-forced logits, free-running logits, greedy decoding,
+exhaustive enumeration of every output sequence and a list-based beam search.
+Only the weights (and the cells' options) come from kerasrnn.
 """
 
+import functools
 import itertools
 
 import numpy as np
@@ -23,16 +25,42 @@ def log_softmax(logits):
 
 
 class NumpyCell:
-    """One recurrent cell's step, from its fused Keras-layout weights."""
+    """One recurrent cell's step, from its fused Keras-layout weights.
+
+    The kerasrnn Elman, leaky (fixed or learned α), LSTM and GRU (either
+    `reset_after` form) cells; the options come from the cell's config, the
+    numbers from its weights.
+    """
 
     def __init__(self, cell):
         kernel = np.asarray(cell.kernel, np.float64)
         recurrent = np.asarray(cell.recurrent_kernel, np.float64)
-        bias = np.asarray(cell.bias, np.float64)
+        bias = None if cell.bias is None else np.asarray(cell.bias, np.float64)
         self.units = recurrent.shape[0]
         gates = kernel.shape[1] // self.units
         self.blocks = ref.gate_blocks(kernel, recurrent, bias, gates)
-        self.step_fn = {1: ref.elman_step, 4: ref.lstm_step}[gates]
+        config = cell.get_config()
+        act = config["activation"]
+        if gates == 4:
+            self.step_fn = functools.partial(
+                ref.lstm_step, act=act, gate=config["recurrent_activation"]
+            )
+        elif gates == 3:
+            self.step_fn = functools.partial(
+                ref.gru_step,
+                act=act,
+                gate=config["recurrent_activation"],
+                reset_after=config["reset_after"],
+            )
+        elif "alpha" in config:
+            alpha = (
+                np.asarray(cell.alpha_weight, np.float64)
+                if config["learn_alpha"]
+                else config["alpha"]
+            )
+            self.step_fn = functools.partial(ref.leaky_step, alpha=alpha, act=act)
+        else:
+            self.step_fn = functools.partial(ref.elman_step, act=act)
         self.state_count = 2 if gates == 4 else 1
 
     def zeros(self):
