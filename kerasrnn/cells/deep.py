@@ -163,7 +163,7 @@ class SkipStackedCells(keras.layers.Layer):
 
     >>> cells = [kerasrnn.ElmanCell(8), kerasrnn.LSTMCell(8)]
     >>> rnn = keras.layers.RNN(SkipStackedCells(cells))
-    >>> rnn(np.zeros((2, 10, 3), "float32")).shape
+    >>> tuple(rnn(np.zeros((2, 10, 3), "float32")).shape)
     (2, 16)
     """
 

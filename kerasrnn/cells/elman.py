@@ -35,7 +35,7 @@ class ElmanCell(RecurrentCell):
     Example:
 
     >>> rnn = keras.layers.RNN(kerasrnn.ElmanCell(4), return_sequences=True)
-    >>> rnn(np.zeros((2, 5, 3), "float32")).shape
+    >>> tuple(rnn(np.zeros((2, 5, 3), "float32")).shape)
     (2, 5, 4)
     """
 

@@ -47,6 +47,15 @@ class GRUCell(RecurrentCell):
 
     Returns:
         `(h_t, [h_t])`, each `(batch, n)`.
+
+    Example:
+
+    3n(d + n + 1) = 3·8·(3 + 8 + 1) parameters, one more bias row with
+    `reset_after`:
+
+    >>> kerasrnn.GRUCell(8).param_count(3), kerasrnn.GRUCell(
+    ...     8, reset_after=True).param_count(3)
+    (288, 312)
     """
 
     gate_count = 3

@@ -49,6 +49,19 @@ class LeakyCell(RecurrentCell):
 
     Returns:
         `(h_t, [h_t])`, each `(batch, n)`.
+
+    Example:
+
+    With zero weights h̃_t = tanh(0) = 0, so each step keeps (1 − α) of
+    the state: 1 → 0.75 → 0.5625 for α = 0.25.
+
+    >>> cell = LeakyCell(1, alpha=0.25, kernel_initializer="zeros",
+    ...                  recurrent_initializer="zeros")
+    >>> rnn = keras.layers.RNN(cell, return_sequences=True)
+    >>> out = rnn(np.zeros((1, 2, 1), "float32"),
+    ...           initial_state=[np.ones((1, 1), "float32")])
+    >>> np.asarray(out)[0, :, 0].tolist()
+    [0.75, 0.5625]
     """
 
     gate_count = 1

@@ -115,7 +115,7 @@ class LSTMCell(RecurrentCell):
 
     >>> layer = keras.layers.Bidirectional(
     ...     keras.layers.RNN(kerasrnn.LSTMCell(8)))
-    >>> layer(np.zeros((2, 5, 3), "float32")).shape
+    >>> tuple(layer(np.zeros((2, 5, 3), "float32")).shape)
     (2, 16)
     """
 

@@ -52,7 +52,7 @@ class MultiScaleCell(RecurrentCell):
     Example:
 
     >>> rnn = keras.layers.RNN(MultiScaleCell(8, periods=(1, 4)))
-    >>> rnn(np.zeros((2, 10, 3), "float32")).shape
+    >>> tuple(rnn(np.zeros((2, 10, 3), "float32")).shape)
     (2, 8)
     """
 

@@ -47,7 +47,7 @@ class TemporalSkipCell(RecurrentCell):
     Example:
 
     >>> rnn = keras.layers.RNN(TemporalSkipCell(8, delay=4))
-    >>> rnn(np.zeros((2, 10, 3), "float32")).shape
+    >>> tuple(rnn(np.zeros((2, 10, 3), "float32")).shape)
     (2, 8)
     """
 
