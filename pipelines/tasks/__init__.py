@@ -12,9 +12,10 @@ A task's configuration is a frozen dataclass derived from
 A task module provides:
 
 - `HEADLINE_METRIC`: `(metric, baseline, better)`, the names of the metric
-  that sums the run up and of the baseline it is measured against, both
-  keys of what `run` returns (`baseline` is None for a task without one),
-  and `"lower"` or `"higher"`, the direction in which the metric is better.
+  that sums the run up and of the baseline measured in the same run, both
+  keys of what `run` returns, and `"lower"` or `"higher"`, the direction in
+  which the metric is better.
+- `DATA_SOURCES`: its configuration's, for `metrics.json`.
 - `run(config, context) -> dict`: builds data and model, trains, evaluates
   and returns the final metrics (JSON-serialisable, names as the task
   documents them, e.g. `test_rmse`). `config` is the task's configuration;

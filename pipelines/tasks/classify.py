@@ -29,8 +29,12 @@ from pipelines.data.batching import (
 from pipelines.data.digits import load_digit_sequences
 from pipelines.data.tfds import load_tfds
 from pipelines.recurrent import recurrent_stack
+from pipelines.tasks.options.classify import ClassifyConfig
 
 HEADLINE_METRIC = ("test_accuracy", "baseline_test_accuracy", "higher")
+
+#: What `metrics.json` says of `--data`.
+DATA_SOURCES = ClassifyConfig.DATA_SOURCES
 
 
 def digit_data(config):

@@ -18,9 +18,12 @@ import numpy as np
 from pipelines.data.batching import dense_batches
 from pipelines.data.sunspots import load_sunspots, one_step_windows
 from pipelines.recurrent import recurrent_layer
-from pipelines.tasks.options.forecast import TEST_YEARS, TRAIN_YEARS
+from pipelines.tasks.options.forecast import TEST_YEARS, TRAIN_YEARS, ForecastConfig
 
 HEADLINE_METRIC = ("test_rmse", "persistence_rmse", "lower")
+
+#: What `metrics.json` says of `--data`.
+DATA_SOURCES = ForecastConfig.DATA_SOURCES
 
 
 def build_model(config):

@@ -24,7 +24,9 @@ Metrics on the test split (`test_*`), each word once:
   reference the one with the smallest d (the shorter one on a tie);
 
 both with stress digits removed (`test_wer`, `test_per`: the usual CMUDict
-convention) and with stress (`test_wer_stress`, `test_per_stress`).
+convention) and with stress (`test_wer_stress`, `test_per_stress`). The
+baseline (`baseline_wer`, `baseline_per`, without stress) gives each test
+word the pronunciation of the training word that shares its longest prefix.
 
 Outputs are the shared ones (`pipelines.training`), except that
 `saved_model/` is the string-in, string-out export of `kerasrnn.seq2seq.export_serving` — its
@@ -32,16 +34,21 @@ Outputs are the shared ones (`pipelines.training`), except that
 in the graph (see that module for what odd inputs give).
 """
 
+import bisect
+import os
+
 import numpy as np
 import tensorflow as tf
 
 from kerasrnn import seq2seq
 from pipelines import edit_distance, encoder_decoder
 from pipelines.data import cmudict as cmudict_data
+from pipelines.tasks.options.g2p import G2PConfig
 
-#: No baseline is computed in the run: the README sets the figures beside
-#: the published ones.
-HEADLINE_METRIC = ("test_per", None, "lower")
+HEADLINE_METRIC = ("test_per", "baseline_per", "lower")
+
+#: What `metrics.json` says of `--data`.
+DATA_SOURCES = G2PConfig.DATA_SOURCES
 
 #: Test words decoded per beam-search call.
 DECODE_BATCH = 512
@@ -71,6 +78,28 @@ def error_rates(predictions, references, stress=True):
             for pronunciations in references
         ]
     return edit_distance.error_rates(predictions, references)
+
+
+def nearest_spelling(train_words, words):
+    """The baseline: each word gets the first pronunciation of the training
+    word that shares its longest prefix (the alphabetically earlier one on
+    a tie).
+
+    Args:
+        train_words: `(word, pronunciations)` pairs sorted by word.
+        words: The words to pronounce.
+    """
+    spellings = [word for word, _ in train_words]
+    predictions = []
+    for word in words:
+        index = bisect.bisect_left(spellings, word)
+        neighbours = [i for i in (index - 1, index) if 0 <= i < len(spellings)]
+        best = max(
+            neighbours,
+            key=lambda i: (len(os.path.commonprefix([spellings[i], word])), -i),
+        )
+        predictions.append(train_words[best][1][0])
+    return predictions
 
 
 # --------------------------------------------------------------------- data
@@ -156,6 +185,9 @@ def run(config, context):
     predictions = predict(model, test_words, letters, phonemes, config, max_length)
     wer, per = error_rates(predictions, references, stress=False)
     wer_stress, per_stress = error_rates(predictions, references, stress=True)
+    baseline_wer, baseline_per = error_rates(
+        nearest_spelling(splits["train"], test_words), references, stress=False
+    )
     shown = predict(model, list(SHOWN_WORDS), letters, phonemes, config, max_length)
     examples = {
         word: " ".join(p)
@@ -168,6 +200,8 @@ def run(config, context):
         "test_per": per,
         "test_wer_stress": wer_stress,
         "test_per_stress": per_stress,
+        "baseline_wer": baseline_wer,
+        "baseline_per": baseline_per,
         "test_words": len(test_words),
         "train_words": len(splits["train"]),
         "parameters": model.count_params(),

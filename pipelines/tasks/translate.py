@@ -25,7 +25,9 @@ only by a predicted `<unk>`):
 - `test_token_error_rate`: Σ d(prediction, reference) / Σ len(reference),
   d the Levenshtein distance over words (the word error rate of speech
   recognition; it can exceed 1 when the model inserts words);
-- `test_loss`: the teacher-forced masked cross-entropy per target token.
+- `test_loss`: the teacher-forced masked cross-entropy per target token;
+- `baseline_token_error_rate`: the token error rate of copying each source
+  sentence's known words, a floor a translation must beat.
 
 No BLEU: it needs a tokenizer and smoothing choices the pipeline does not
 make for the user.
@@ -42,25 +44,31 @@ vocabulary (see `kerasrnn.seq2seq.serving` for every odd input).
 from kerasrnn import seq2seq
 from pipelines import edit_distance, encoder_decoder
 from pipelines.data.translation import TranslationConfig, load_translation
-from pipelines.tasks.options.translate import CORPORA
+from pipelines.tasks.options.translate import CORPORA, TranslateConfig
 
-#: No baseline is computed in the run.
-HEADLINE_METRIC = ("test_token_error_rate", None, "lower")
+HEADLINE_METRIC = ("test_token_error_rate", "baseline_token_error_rate", "lower")
+
+#: What `metrics.json` says of `--data`.
+DATA_SOURCES = TranslateConfig.DATA_SOURCES
 
 
-def predict(model, batches, target_vocabulary, config):
-    """Beam-search translations and references of every batch.
+def predict(model, batches, source_vocabulary, target_vocabulary, config):
+    """Beam-search translations, references and copies of every batch.
 
     Args:
         batches: `({"source", "decoder_input"}, decoder_target)` batches.
 
     Returns:
-        `(predictions, references)`: per sentence a list of target words,
-        and its reference wrapped in a one-element list (the shape
-        `pipelines.edit_distance.error_rates` takes).
+        `(predictions, references, copies)`: per sentence a list of target
+        words; its reference wrapped in a one-element list (the shape
+        `pipelines.edit_distance.error_rates` takes); and the baseline, its
+        source words that the source vocabulary knows, copied (names,
+        numbers and words the languages share come out right).
     """
-    predictions, references = [], []
+    predictions, references, copies = [], [], []
     for inputs, labels in batches:
+        for row in inputs["source"].numpy():
+            copies.append(source_vocabulary.decode(row[row != seq2seq.UNKNOWN_ID]))
         predictions.extend(
             encoder_decoder.beam_search(
                 model, inputs["source"], target_vocabulary, config,
@@ -68,7 +76,7 @@ def predict(model, batches, target_vocabulary, config):
             )
         )
         references.extend([target_vocabulary.decode(row)] for row in labels.numpy())
-    return predictions, references
+    return predictions, references, copies
 
 
 def run(config, context):
@@ -101,12 +109,13 @@ def run(config, context):
         )
 
     test_loss = model.evaluate(datasets["test"], verbose=0, return_dict=True)["loss"]
-    predictions, references = predict(
-        model, datasets["test"], target_vocabulary, config
+    predictions, references, copies = predict(
+        model, datasets["test"], source_vocabulary, target_vocabulary, config
     )
     sentence_error_rate, token_error_rate = edit_distance.error_rates(
         predictions, references
     )
+    _, baseline_token_error_rate = edit_distance.error_rates(copies, references)
     examples = [
         {"reference": " ".join(reference[0]), "prediction": " ".join(prediction)}
         for prediction, reference in zip(predictions[:5], references[:5])
@@ -116,6 +125,7 @@ def run(config, context):
     return {
         "test_sentence_error_rate": sentence_error_rate,
         "test_token_error_rate": token_error_rate,
+        "baseline_token_error_rate": baseline_token_error_rate,
         "test_loss": test_loss,
         "test_sentences": len(references),
         "source_vocabulary_size": source_vocabulary.size,

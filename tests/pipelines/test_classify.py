@@ -10,12 +10,15 @@ from sklearn.model_selection import train_test_split
 from tests.pipelines.conftest import read_metrics
 
 
+@pytest.mark.slow
 def test_quick_run_on_digits_reports_accuracy_of_model_and_baseline(train):
     code, out = train("classify", "--quick", "--cell", "gru")
     assert code == 0
     metrics = read_metrics(out)
     assert metrics["args"]["bidirectional"] is True
-    assert 0.0 <= metrics["baseline_test_accuracy"] <= 1.0
+    # Even one epoch of reading the rows in order beats averaging them.
+    assert metrics["test_accuracy"] > metrics["baseline_test_accuracy"] + 0.1
+    assert metrics["worse_than_baseline"] is False
 
     # The test split written out independently: 20 % stratified, seed 0;
     # each image read as 8 time steps of 8 pixels in [0, 1].
@@ -39,6 +42,7 @@ def test_quick_run_on_digits_reports_accuracy_of_model_and_baseline(train):
     )
 
 
+@pytest.mark.slow
 def test_imdb_reviews_path_runs_on_mocked_tfds(train):
     with tfds.testing.mock_data(num_examples=24):
         code, out = train("classify", "--quick", "--data", "imdb_reviews")
@@ -47,4 +51,3 @@ def test_imdb_reviews_path_runs_on_mocked_tfds(train):
     assert metrics["data"].startswith("TFDS imdb_reviews")
     model = keras.saving.load_model(out / "model.keras")
     assert model.get_layer("embedding").mask_zero
-    assert 0.0 <= metrics["test_accuracy"] <= 1.0

@@ -43,6 +43,7 @@ def sunspot_table():
     )
 
 
+@pytest.mark.slow
 def test_persistence_and_test_rmse_match_an_independent_computation(quick_run):
     metrics = read_metrics(quick_run)
     table = sunspot_table()
@@ -72,6 +73,7 @@ def test_persistence_and_test_rmse_match_an_independent_computation(quick_run):
     )
 
 
+@pytest.mark.slow
 def test_run_writes_every_output(quick_run):
     metrics = read_metrics(quick_run)
     assert metrics["task"] == "forecast"
@@ -98,6 +100,7 @@ def test_run_writes_every_output(quick_run):
     json.dumps(metrics)
 
 
+@pytest.mark.slow
 def test_saved_model_serves_without_kerasrnn(
     quick_run, serve_without_kerasrnn, rng
 ):
