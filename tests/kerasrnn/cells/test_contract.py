@@ -246,7 +246,7 @@ def test_bad_arguments_name_the_argument_and_the_value(cls, kwargs, argument, va
     assert f"`{argument}`" in message and value in message
 
 
-@pytest.mark.parametrize("cls", [kerasrnn.LSTMCell, kerasrnn.GRUCell], ids=str)
+@pytest.mark.parametrize("cls", [kerasrnn.LSTMCell, kerasrnn.GRUCell], ids=lambda cls: cls.__name__)
 def test_bad_recurrent_activation(cls):
     with pytest.raises(ValueError, match="`recurrent_activation`.*'nope'"):
         cls(4, recurrent_activation="nope")

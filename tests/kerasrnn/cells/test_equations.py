@@ -112,7 +112,7 @@ def test_stateful_carries_state_across_calls_until_reset(spec, rng):
 
 @pytest.mark.parametrize("merge_mode", ["concat", "sum", "mul", "ave", None])
 @pytest.mark.parametrize(
-    "spec", [s for s in SPECS if s.id in ("elman", "lstm", "gru")], ids=str
+    "spec", [s for s in SPECS if s.id in ("elman", "lstm", "gru")], ids=lambda spec: spec.id
 )
 def test_bidirectional_every_merge_mode(spec, merge_mode, rng):
     layer = keras.layers.Bidirectional(
