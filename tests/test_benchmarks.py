@@ -11,6 +11,7 @@ from benchmarks import input_pipeline
 PIPELINE_TASKS = ("forecast", "classify", "charlm", "tag")
 
 
+@pytest.mark.slow
 def test_quick_benchmark_prints_every_table():
     result = subprocess.run(
         [sys.executable, "-m", "benchmarks", "--quick"],

@@ -49,6 +49,7 @@ def test_table_marks_solved_and_unsolved_lags():
     ]
 
 
+@pytest.mark.slow
 def test_quick_run_trains_every_cell_and_writes_its_outputs(tmp_path, capsys):
     results = long_range.main(["--quick", "--output", str(tmp_path)])
     assert [r["cell"] for r in results] == [

@@ -20,6 +20,7 @@ def test_there_is_a_notebook_per_topic():
     assert len(NOTEBOOKS) >= 6
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
 def test_notebook_executes(path):
     notebook = nbformat.read(path, as_version=4)
