@@ -226,29 +226,52 @@ class RunDirectory:
         self.release()
 
 
+def open_lock_file(path):
+    """`(file, created)`: the `.lock` file of `path`, opened for writing
+    without truncating it, and whether this call created it."""
+    try:
+        descriptor = os.open(path / LOCK, os.O_RDWR | os.O_CREAT | os.O_EXCL)
+        created = True
+    except FileExistsError:
+        descriptor = os.open(path / LOCK, os.O_RDWR)
+        created = False
+    return os.fdopen(descriptor, "r+"), created
+
+
 def take_lock(path):
-    """The open, exclusively locked `.lock` file of `path`.
+    """`(file, created)`: the exclusively locked `.lock` file of `path`, and
+    whether this call created it (a refused claim removes it again).
 
     Raises:
         RunDirectoryError: another process holds the lock.
     """
-    # "a+" creates the file without truncating the holder's process id.
-    lock = open(path / LOCK, "a+")
-    try:
-        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        lock.seek(0)
-        holder = lock.read().strip() or "unknown"
+    while True:
+        lock, created = open_lock_file(path)
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = lock.read().strip() or "unknown"
+            lock.close()
+            raise RunDirectoryError(
+                f"--out {path} is in use by another run (process {holder}); "
+                "wait for it to finish or pass another --out"
+            ) from None
+        try:
+            if os.stat(path / LOCK).st_ino == os.fstat(lock.fileno()).st_ino:
+                return lock, created
+        except FileNotFoundError:
+            pass
+        # A refused claim removed the file between our open and our lock:
+        # this lock guards nothing, so take the one on the current file.
         lock.close()
-        raise RunDirectoryError(
-            f"--out {path} is in use by another run (process {holder}); "
-            "wait for it to finish or pass another --out"
-        ) from None
+
+
+def name_holder(lock):
+    """Write this process's id into the lock file, for refused claims."""
     lock.seek(0)
     lock.truncate()
     lock.write(f"{os.getpid()}\n")
     lock.flush()
-    return lock
 
 
 def refusal(path, task, wanted, record, entries):
@@ -320,10 +343,11 @@ def claim_run_directory(
     path = pathlib.Path(path)
     wanted = normalised(fingerprint)
     chief = is_chief_process(strategy)
+    lock, created = None, False
     try:
         if chief:
             path.mkdir(parents=True, exist_ok=True)
-        lock = take_lock(path) if chief else None
+            lock, created = take_lock(path)
     except OSError as error:
         raise RunDirectoryError(
             f"--out {path} cannot be used: {error.strerror or error}"
@@ -338,10 +362,13 @@ def claim_run_directory(
         problem = refusal(path, task, wanted, record, entries)
         ours = record is not None and record.get("task") == task
         if problem and not (overwrite or (restart and ours)):
+            if created:
+                (path / LOCK).unlink()
             raise RunDirectoryError(problem)
         directory = RunDirectory(path, task, wanted, lock, chief)
         if not chief:
             return directory
+        name_holder(lock)
         if problem or (restart and ours):
             directory.discard(record or {})
             directory.complete = False

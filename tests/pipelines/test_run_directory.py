@@ -1,0 +1,413 @@
+"""The run directory (`pipelines.run_directory`): the lock, the fingerprint,
+`--restart` and `--overwrite`, the commit of the final outputs, and real
+`kerasrnn-train` processes contending for one `--out`."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+from pipelines.run_directory import RunDirectoryError, claim_run_directory
+from tests.pipelines.conftest import REPOSITORY, read_metrics, subprocess_env
+
+FINGERPRINT = {"units": 8, "learning_rate": 0.001, "seed": 0}
+
+
+def claim(path, task="forecast", fingerprint=FINGERPRINT, **flags):
+    return claim_run_directory(
+        path,
+        task,
+        fingerprint,
+        restart=flags.get("restart", False),
+        overwrite=flags.get("overwrite", False),
+        strategy=flags.get("strategy", "default"),
+    )
+
+
+def snapshot(path):
+    """Every entry below `path` with its size and modification time."""
+    return {
+        str(entry.relative_to(path)): (
+            entry.stat().st_size,
+            entry.stat().st_mtime_ns,
+        )
+        for entry in sorted(path.rglob("*"))
+    }
+
+
+def refusal(path, **kwargs):
+    """The message with which a claim is refused; the directory untouched."""
+    before = snapshot(path)
+    with pytest.raises(RunDirectoryError) as error:
+        claim(path, **kwargs)
+    assert snapshot(path) == before
+    message = str(error.value)
+    assert "\n" not in message
+    return message
+
+
+def unfinished_run(path, task="forecast", fingerprint=FINGERPRINT):
+    """What a run killed after two epochs leaves, beside a user's file."""
+    claim(path, task, fingerprint).release()
+    generation = path / "backup" / "epoch-000002"
+    generation.mkdir(parents=True)
+    (generation / "model.weights.h5").write_bytes(b"weights")
+    (path / "history_raw.csv").write_text("epoch,loss\n0,1.0\n1,0.5\n")
+    (path / "notes.txt").write_text("the user's own file")
+
+
+def finished_run(path, task="forecast", fingerprint=FINGERPRINT):
+    """A run that committed `model.keras`, `saved_model/` and metrics."""
+    directory = claim(path, task, fingerprint)
+    staging = directory.start_staging()
+    (staging / "model.keras").write_bytes(b"model")
+    (staging / "saved_model").mkdir()
+    (staging / "saved_model" / "saved_model.pb").write_bytes(b"graph")
+    directory.backup_dir.mkdir()
+    directory.commit(json.dumps({"task": task}))
+    directory.release()
+
+
+def test_a_new_directory_is_created_locked_and_recorded(tmp_path):
+    out = tmp_path / "runs" / "first"
+    directory = claim(out)
+    assert (out / ".lock").read_text() == f"{os.getpid()}\n"
+    assert json.loads((out / "run.json").read_text()) == {
+        "task": "forecast",
+        "fingerprint": FINGERPRINT,
+        "outputs": [],
+    }
+    assert not directory.complete and directory.chief
+    assert directory.work_dir == out
+    directory.release()
+    with claim(out) as again:  # the same run, resumable
+        assert not again.complete
+
+
+HOLD_THE_DIRECTORY = textwrap.dedent(
+    """
+    import sys, time
+    from pipelines.run_directory import claim_run_directory
+
+    held = claim_run_directory(
+        sys.argv[1], "forecast", {"units": 8, "learning_rate": 0.001,
+        "seed": 0}, restart=False, overwrite=False,
+    )
+    print("claimed", flush=True)
+    time.sleep(600)
+    """
+)
+
+
+def test_a_held_directory_is_refused_naming_the_holder_until_it_dies(
+    tmp_path,
+):
+    out = tmp_path / "run"
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD_THE_DIRECTORY, str(out)],
+        cwd=REPOSITORY,
+        env=subprocess_env(),
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout.readline() == "claimed\n"
+        message = refusal(out)
+        assert message == (
+            f"--out {out} is in use by another run (process {holder.pid}); "
+            "wait for it to finish or pass another --out"
+        )
+        # Even --restart and --overwrite may not take a held directory.
+        refusal(out, restart=True, overwrite=True)
+    finally:
+        holder.kill()
+        holder.wait()
+    # The kernel released the lock of the killed holder.
+    directory = claim(out)
+    assert (out / ".lock").read_text() == f"{os.getpid()}\n"
+    directory.release()
+
+
+def test_other_options_are_refused_with_what_differs_and_restart_discards(
+    tmp_path,
+):
+    unfinished_run(tmp_path)
+    changed = dict(FINGERPRINT, seed=1, learning_rate=0.01)
+    message = refusal(tmp_path, fingerprint=changed)
+    assert message == (
+        f"--out {tmp_path} holds an unfinished forecast run with other "
+        "options: --learning-rate 0.001 there, 0.01 now; --seed 0 there, "
+        "1 now. Rerun with its options to resume it, or start fresh: "
+        "another --out, or --restart (discards that run)"
+    )
+    assert "damaged" not in message
+    directory = claim(tmp_path, fingerprint=changed, restart=True)
+    assert not directory.backup_dir.exists()
+    assert not (tmp_path / "history_raw.csv").exists()
+    assert (tmp_path / "notes.txt").exists()
+    assert json.loads((tmp_path / "run.json").read_text())["fingerprint"] == (
+        changed
+    )
+
+
+def test_another_tasks_run_is_refused_and_never_offered_for_deletion(
+    tmp_path,
+):
+    finished = tmp_path / "finished"
+    finished_run(finished, task="g2p")
+    for flags in ({}, {"restart": True}):
+        message = refusal(finished, **flags)
+        assert message == (
+            f"--out {finished} holds a finished g2p run, not this forecast "
+            "run; pass another --out"
+        )
+    unfinished = tmp_path / "unfinished"
+    unfinished_run(unfinished, task="g2p")
+    message = refusal(unfinished)
+    assert "holds an unfinished g2p run" in message
+    for word in ("damaged", "delete", "--restart", "--overwrite"):
+        assert word not in message
+
+
+def test_overwrite_replaces_what_a_run_wrote_and_keeps_other_files(tmp_path):
+    finished_run(tmp_path, task="g2p")
+    (tmp_path / "notes.txt").write_text("the user's own file")
+    directory = claim(tmp_path, overwrite=True)
+    assert not directory.complete
+    assert sorted(entry.name for entry in tmp_path.iterdir()) == [
+        ".lock",
+        "notes.txt",
+        "run.json",
+    ]
+    assert json.loads((tmp_path / "run.json").read_text())["task"] == (
+        "forecast"
+    )
+
+
+def test_a_directory_without_a_run_needs_overwrite(tmp_path):
+    (tmp_path / "notes.txt").write_text("the user's own file")
+    message = refusal(tmp_path)
+    assert message == (
+        f"--out {tmp_path} is not empty (notes.txt) and holds no kerasrnn "
+        "run; pass a new or empty --out, or --overwrite to write this run "
+        "there (the files a run writes are replaced, others kept)"
+    )
+    claim(tmp_path, overwrite=True).release()
+    assert (tmp_path / "notes.txt").read_text() == "the user's own file"
+    with claim(tmp_path) as directory:  # now this run's
+        assert directory.fingerprint == FINGERPRINT
+
+
+def test_overwrite_keeps_this_runs_own_progress(tmp_path):
+    unfinished_run(tmp_path)
+    claim(tmp_path, overwrite=True).release()
+    assert (tmp_path / "backup" / "epoch-000002").is_dir()
+    assert (tmp_path / "history_raw.csv").exists()
+
+
+@pytest.mark.parametrize("out", ["", "  "])
+def test_an_empty_out_is_refused(out, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(RunDirectoryError, match="^--out is empty; pass"):
+        claim(out)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_an_out_under_a_file_is_refused(tmp_path):
+    (tmp_path / "file").write_text("")
+    with pytest.raises(RunDirectoryError) as error:
+        claim(tmp_path / "file" / "run")
+    assert str(error.value) == (
+        f"--out {tmp_path / 'file' / 'run'} cannot be used: Not a directory"
+    )
+
+
+def test_a_commit_puts_every_output_in_place_before_the_backup_goes(
+    tmp_path,
+):
+    finished_run(tmp_path)
+    assert sorted(entry.name for entry in tmp_path.iterdir()) == [
+        ".lock",
+        "metrics.json",
+        "model.keras",
+        "run.json",
+        "saved_model",
+    ]
+    assert (tmp_path / "saved_model" / "saved_model.pb").read_bytes() == (
+        b"graph"
+    )
+    assert json.loads((tmp_path / "run.json").read_text())["outputs"] == [
+        "metrics.json",
+        "model.keras",
+        "saved_model",
+    ]
+    directory = claim(tmp_path)
+    assert directory.complete
+    directory.release()
+    # --restart removes every output the record lists, not just the usual.
+    directory = claim(tmp_path, restart=True)
+    assert not directory.complete
+    assert sorted(entry.name for entry in tmp_path.iterdir()) == [
+        ".lock",
+        "run.json",
+    ]
+
+
+def test_a_kill_right_after_metrics_leaves_a_complete_run(tmp_path):
+    finished_run(tmp_path)
+    # What a kill between metrics.json and the backup's removal leaves.
+    (tmp_path / "backup" / "epoch-000002").mkdir(parents=True)
+    (tmp_path / ".outputs.partial").mkdir()
+    directory = claim(tmp_path)
+    assert directory.complete
+    assert not (tmp_path / "backup").exists()
+    assert not (tmp_path / ".outputs.partial").exists()
+
+
+def test_workers_other_than_the_chief_neither_lock_nor_write(
+    tmp_path, monkeypatch
+):
+    cluster = {"worker": ["127.0.0.1:1", "127.0.0.1:2"]}
+    monkeypatch.setenv(
+        "TF_CONFIG",
+        json.dumps({"cluster": cluster, "task": {"type": "worker", "index": 0}}),
+    )
+    chief = claim(tmp_path, strategy="multiworker")
+    assert chief.chief
+    monkeypatch.setenv(
+        "TF_CONFIG",
+        json.dumps({"cluster": cluster, "task": {"type": "worker", "index": 1}}),
+    )
+    before = snapshot(tmp_path)
+    worker = claim(tmp_path, strategy="multiworker")
+    assert not worker.chief and worker.lock is None
+    assert worker.work_dir != tmp_path and worker.work_dir.is_dir()
+    assert snapshot(tmp_path) == before
+    chief.release()
+
+
+def train_process(out, *options):
+    return subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "pipelines",
+            "forecast",
+            "--quick",
+            *options,
+            "--out",
+            str(out),
+        ],
+        cwd=REPOSITORY,
+        env=subprocess_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def in_use_line(out, holder):
+    return (
+        f"kerasrnn-train forecast: --out {out} is in use by another run "
+        f"(process {holder}); wait for it to finish or pass another --out"
+    )
+
+
+@pytest.mark.slow
+def test_two_runs_started_together_one_trains_and_the_other_stops_at_once(
+    tmp_path,
+):
+    out = tmp_path / "run"
+    first, second = train_process(out), train_process(out)
+    results = {}
+    for process in (first, second):
+        stdout, stderr = process.communicate(timeout=600)
+        results[process.pid] = (process.returncode, stdout, stderr)
+    codes = sorted(code for code, _, _ in results.values())
+    assert codes == [0, 2], results
+    (winner,) = [pid for pid, result in results.items() if result[0] == 0]
+    (loser,) = [pid for pid, result in results.items() if result[0] == 2]
+    assert results[loser][2].splitlines() == [in_use_line(out, winner)]
+    assert results[loser][1] == ""
+    metrics = read_metrics(out)
+    assert metrics["task"] == "forecast"
+    assert (out / "model.keras").exists() and (out / "saved_model").is_dir()
+    with open(out / "history.csv") as handle:
+        assert [line.split(",")[0] for line in handle][1:] == ["1", "2"]
+
+
+@pytest.mark.slow
+def test_a_second_run_changes_nothing_in_a_directory_in_use(tmp_path):
+    out = tmp_path / "run"
+    first = train_process(out, "--epochs", "30")
+    try:
+        # Only a hang guard: importing TensorFlow on two busy cores is slow.
+        deadline = time.monotonic() + 600
+        while not (out / "history_raw.csv").exists():
+            assert first.poll() is None, first.communicate()
+            assert time.monotonic() < deadline, "the first run made no progress"
+            time.sleep(0.05)
+        # Frozen mid-training, so that any change is the second run's.
+        first.send_signal(signal.SIGSTOP)
+        before = snapshot(out)
+        started = time.monotonic()
+        second = train_process(out)
+        stdout, stderr = second.communicate(timeout=600)
+        assert second.returncode == 2
+        assert stderr.splitlines() == [in_use_line(out, first.pid)]
+        assert stdout == ""
+        assert snapshot(out) == before
+        # Refused before TensorFlow loads.
+        assert time.monotonic() - started < 20
+    finally:
+        first.send_signal(signal.SIGCONT)
+    stdout, stderr = first.communicate(timeout=600)
+    assert first.returncode == 0, stderr[-3000:]
+    assert read_metrics(out)["args"]["epochs"] == 30
+
+
+@pytest.mark.slow
+def test_the_command_line_resumes_refuses_and_restarts_by_the_rules(
+    train, capsys
+):
+    code, out = train("forecast", "--quick", "--epochs", "1")
+    assert code == 0
+    trained = read_metrics(out)
+    capsys.readouterr()
+
+    code, _ = train("forecast", "--quick", "--epochs", "1", out=out)
+    assert code == 0
+    printed = capsys.readouterr().out
+    assert f"the run in {out} is already complete" in printed
+    assert "Epoch 1/1" not in printed
+    assert read_metrics(out) == trained
+
+    code, _ = train("forecast", "--quick", "--epochs", "1", "--seed", "1", out=out)
+    assert code == 2
+    error = capsys.readouterr().err
+    assert error.splitlines() == [
+        f"kerasrnn-train forecast: --out {out} holds a finished forecast run "
+        "with other options: --seed 0 there, 1 now. Rerun with its options "
+        "to keep it, or start fresh: another --out, or --restart (discards "
+        "that run)"
+    ]
+
+    code, _ = train(
+        "forecast", "--quick", "--epochs", "1", "--seed", "1", "--restart",
+        out=out,
+    )
+    assert code == 0
+    assert "Epoch 1/1" in capsys.readouterr().out
+    assert read_metrics(out)["args"]["seed"] == 1
+
+    code, _ = train("g2p", "--quick", out=out)
+    assert code == 2
+    assert capsys.readouterr().err.splitlines() == [
+        f"kerasrnn-train g2p: --out {out} holds a finished forecast run, not "
+        "this g2p run; pass another --out"
+    ]
