@@ -49,6 +49,7 @@ SELECTION = [
 SELECTED = 24
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(
     importlib.util.find_spec("jax") is None,
     reason="JAX is in the dev extra: pip install -e '.[dev]'",
