@@ -4,7 +4,7 @@ from kerasrnn.cells.deep import DeepTransitionCell, SkipStackedCells
 from kerasrnn.cells.elman import ElmanCell
 from kerasrnn.cells.gru import GRUCell
 from kerasrnn.cells.leaky import LeakyCell
-from kerasrnn.cells.lstm import LSTMCell
+from kerasrnn.cells.lstm import LSTMBias, LSTMCell
 from kerasrnn.cells.multiscale import MultiScaleCell
 from kerasrnn.cells.skip import TemporalSkipCell
 
@@ -12,6 +12,7 @@ __all__ = [
     "DeepTransitionCell",
     "ElmanCell",
     "GRUCell",
+    "LSTMBias",
     "LSTMCell",
     "LeakyCell",
     "MultiScaleCell",
