@@ -20,21 +20,18 @@ max_length, S)` float32, row t the α_t with which token t was emitted, zero
 after the sequence ended; beam search reorders them with its hypotheses.
 """
 
-import numbers
-
 import numpy as np
 import tensorflow as tf
 
 from kerasrnn.seq2seq.model import FORBIDDEN_LOG_PROB, Seq2Seq, next_token_log_probs
 from kerasrnn.seq2seq.vocabulary import END_ID, PAD_ID, START_ID
-
-
-def check_positive_int(name, value):
-    if not isinstance(value, numbers.Integral) or isinstance(value, bool) or value <= 0:
-        raise ValueError(
-            f"Argument `{name}` must be a positive integer. "
-            f"Received: {name}={value!r}"
-        )
+from kerasrnn.validation import (
+    check_bool,
+    check_ids,
+    check_int,
+    check_number,
+    check_positive_int,
+)
 
 
 def check_decoder_arguments(model, source_ids, return_alignments):
@@ -48,17 +45,13 @@ def check_decoder_arguments(model, source_ids, return_alignments):
         return_alignments: A bool; True needs a model with attention.
 
     Returns:
-        `source_ids` as an int32 tensor.
+        `(source_ids as an int32 tensor, return_alignments as a bool)`.
     """
     if not isinstance(model, Seq2Seq):
         raise ValueError(
             f"Argument `model` must be a kerasrnn.seq2seq.Seq2Seq. Received: model={model!r}"
         )
-    if not isinstance(return_alignments, (bool, np.bool_)):
-        raise ValueError(
-            "Argument `return_alignments` must be a boolean. "
-            f"Received: return_alignments={return_alignments!r}"
-        )
+    return_alignments = check_bool("return_alignments", return_alignments)
     if return_alignments and model.attention is None:
         raise ValueError(
             "Argument `return_alignments=True` needs a model with attention. "
@@ -75,26 +68,15 @@ def check_decoder_arguments(model, source_ids, return_alignments):
                 "Argument `source_ids` must be a (batch, length) batch of ids. "
                 f"Received: shape {tuple(source_ids.shape)}"
             )
-        return tf.cast(source_ids, tf.int32)
+        return tf.cast(source_ids, tf.int32), return_alignments
     ids = np.asarray(source_ids)
-    if ids.dtype.kind not in "iu":
-        raise ValueError(
-            "Argument `source_ids` must hold integer ids (floats would be "
-            f"truncated). Received: dtype {ids.dtype}"
-        )
-    if ids.ndim != 2 or ids.shape[1] == 0:
+    if ids.ndim != 2 or 0 in ids.shape:
         raise ValueError(
             "Argument `source_ids` must be a (batch, length) batch of ids "
-            f"with length ≥ 1. Received: shape {ids.shape}"
+            f"with batch ≥ 1 and length ≥ 1. Received: shape {ids.shape}"
         )
-    if ids.size and (ids.min() < 0 or ids.max() >= model.source_vocabulary_size):
-        bad = ids.min() if ids.min() < 0 else ids.max()
-        raise ValueError(
-            "Argument `source_ids` must hold ids in [0, "
-            f"{model.source_vocabulary_size}) (the model's source vocabulary). "
-            f"Received: an id {int(bad)}"
-        )
-    return tf.constant(ids, tf.int32)
+    ids = check_ids("source_ids", ids, model.source_vocabulary_size)
+    return tf.constant(ids, tf.int32), return_alignments
 
 
 def append_token(sequences, t, tokens):
@@ -205,9 +187,11 @@ def greedy_decode(model, source_ids, max_length, return_alignments=False):
         `(sequences (batch, max_length) int32, log_probs (batch,) float32)`,
         and `alignments (batch, max_length, S)` with `return_alignments`.
     """
-    check_positive_int("max_length", max_length)
-    source_ids = check_decoder_arguments(model, source_ids, return_alignments)
-    return compiled_greedy(model, source_ids, int(max_length), bool(return_alignments))
+    max_length = check_positive_int("max_length", max_length)
+    source_ids, return_alignments = check_decoder_arguments(
+        model, source_ids, return_alignments
+    )
+    return compiled_greedy(model, source_ids, max_length, return_alignments)
 
 
 @tf.function(reduce_retracing=True)
@@ -254,32 +238,21 @@ def sample_decode(
         and `alignments (batch, max_length, S)` with `return_alignments`;
         the log-probabilities are the model's (temperature 1, no top-k).
     """
-    check_positive_int("max_length", max_length)
-    if (
-        isinstance(temperature, bool)
-        or not isinstance(temperature, numbers.Real)
-        or not 0 < temperature < float("inf")
-    ):
-        raise ValueError(
-            "Argument `temperature` must be a positive, finite number. "
-            f"Received: temperature={temperature!r}"
-        )
+    max_length = check_positive_int("max_length", max_length)
+    temperature = check_number("temperature", temperature, low=0, low_open=True)
+    source_ids, return_alignments = check_decoder_arguments(
+        model, source_ids, return_alignments
+    )
     if top_k is not None:
-        check_positive_int("top_k", top_k)
-        if isinstance(model, Seq2Seq) and top_k > model.target_vocabulary_size:
+        top_k = check_positive_int("top_k", top_k)
+        if top_k > model.target_vocabulary_size:
             raise ValueError(
-                "Argument `top_k` must be at most the target vocabulary size "
+                "Argument `top_k` must be at most the target vocabulary size, "
                 f"{model.target_vocabulary_size}. Received: top_k={top_k!r}"
             )
-        top_k = int(top_k)
-    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
-        raise ValueError(
-            f"Argument `seed` must be an integer. Received: seed={seed!r}"
-        )
-    source_ids = check_decoder_arguments(model, source_ids, return_alignments)
+    seed = check_int("seed", seed, -(2**63))
     return compiled_sample(
-        model, source_ids, int(max_length), float(temperature), top_k, int(seed),
-        bool(return_alignments),
+        model, source_ids, max_length, temperature, top_k, seed, return_alignments
     )
 
 
@@ -406,19 +379,12 @@ def beam_search_decode(
         scores (batch, B))`, best first by score, and `alignments (batch, B,
         max_length, S)` with `return_alignments`.
     """
-    check_positive_int("beam_width", beam_width)
-    check_positive_int("max_length", max_length)
-    if (
-        isinstance(length_penalty, bool)
-        or not isinstance(length_penalty, numbers.Real)
-        or not 0 <= length_penalty < float("inf")
-    ):
-        raise ValueError(
-            "Argument `length_penalty` must be a finite number ≥ 0. "
-            f"Received: length_penalty={length_penalty!r}"
-        )
-    source_ids = check_decoder_arguments(model, source_ids, return_alignments)
+    beam_width = check_positive_int("beam_width", beam_width)
+    max_length = check_positive_int("max_length", max_length)
+    length_penalty = check_number("length_penalty", length_penalty, low=0)
+    source_ids, return_alignments = check_decoder_arguments(
+        model, source_ids, return_alignments
+    )
     return compiled_beam_search(
-        model, source_ids, int(beam_width), int(max_length), float(length_penalty),
-        bool(return_alignments),
+        model, source_ids, beam_width, max_length, length_penalty, return_alignments
     )

@@ -51,18 +51,12 @@ right padding only follows the last real step and the loss skips it.
 
 import contextlib
 import json
-import numbers
 
 import keras
-import numpy as np
 import tensorflow as tf
 from keras import ops
 
-# The private mixin by which keras.layers.RNN recognises cells with dropout
-# masks; the scheduled-sampling loop draws the masks before its loop as
-# keras.layers.RNN does (see kerasrnn/cells/base.py; keras is pinned).
-from keras.src.layers.rnn.dropout_rnn_cell import DropoutRNNCell
-
+from kerasrnn.keras_internals import DropoutRNNCell
 from kerasrnn.seq2seq.attention import (
     ATTENTIONS,
     BahdanauAttention,
@@ -70,6 +64,13 @@ from kerasrnn.seq2seq.attention import (
 )
 from kerasrnn.seq2seq.schedules import SamplingSchedule
 from kerasrnn.seq2seq.vocabulary import END_ID, PAD_ID, START_ID
+from kerasrnn.validation import (
+    check_bool,
+    check_choice,
+    check_int,
+    check_positive_int,
+    check_seed,
+)
 
 CONTEXTS = ("initial_state", "every_step", "both")
 
@@ -164,11 +165,6 @@ def state_sizes(cell):
     return list(sizes) if isinstance(sizes, (list, tuple)) else [sizes]
 
 
-def is_count(value):
-    """True for an int-like number (NumPy integers included), never a bool."""
-    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
-
-
 @contextlib.contextmanager
 def sequence_dropout_masks(cell, step_input, state, training):
     """Draw `cell`'s per-sequence dropout masks before a hand-written loop.
@@ -254,17 +250,16 @@ class Seq2Seq(keras.Model):
         **kwargs,
     ):
         super().__init__(**kwargs)
-        for name, value, low in (
-            ("source_vocabulary_size", source_vocabulary_size, END_ID + 1),
-            ("target_vocabulary_size", target_vocabulary_size, END_ID + 1),
-            ("embedding_dim", embedding_dim, 1),
-            ("encoder_layers", encoder_layers, 1),
-        ):
-            if not is_count(value) or value < low:
-                raise ValueError(
-                    f"Argument `{name}` must be an integer ≥ {low}. "
-                    f"Received: {name}={value!r}"
-                )
+        source_vocabulary_size = check_int(
+            "source_vocabulary_size", source_vocabulary_size, END_ID + 1
+        )
+        target_vocabulary_size = check_int(
+            "target_vocabulary_size", target_vocabulary_size, END_ID + 1
+        )
+        embedding_dim = check_positive_int("embedding_dim", embedding_dim)
+        encoder_layers = check_positive_int("encoder_layers", encoder_layers)
+        bidirectional = check_bool("bidirectional", bidirectional)
+        seed = check_seed("seed", seed)
         if isinstance(cell, dict):
             cell = keras.saving.deserialize_keras_object(cell)
         if not isinstance(cell, keras.layers.Layer) or not hasattr(
@@ -275,12 +270,11 @@ class Seq2Seq(keras.Model):
                 "`state_size` (a kerasrnn cell or a Keras RNN cell). "
                 f"Received: cell={cell!r}"
             )
-        if context not in CONTEXTS:
-            raise ValueError(
-                f"Argument `context` must be one of {CONTEXTS}. "
-                f"Received: context={context!r}"
-            )
-        self.check_attention_arguments(attention, attention_units, input_feeding)
+        check_choice("context", context, CONTEXTS)
+        check_choice("attention", attention, (None, *ATTENTIONS))
+        attention_units, input_feeding = self.check_attention_options(
+            attention, attention_units, input_feeding
+        )
         if isinstance(sampling_schedule, dict):
             sampling_schedule = keras.saving.deserialize_keras_object(
                 sampling_schedule
@@ -293,14 +287,14 @@ class Seq2Seq(keras.Model):
                 "kerasrnn.seq2seq SamplingSchedule. "
                 f"Received: sampling_schedule={sampling_schedule!r}"
             )
-        self.source_vocabulary_size = int(source_vocabulary_size)
-        self.target_vocabulary_size = int(target_vocabulary_size)
+        self.source_vocabulary_size = source_vocabulary_size
+        self.target_vocabulary_size = target_vocabulary_size
         # Kept as JSON text: Keras wraps dict attributes in tracking
         # structures that cannot be deep-copied into fresh cells.
         self.cell_json = json.dumps(keras.saving.serialize_keras_object(cell))
-        self.embedding_dim = int(embedding_dim)
-        self.encoder_layers = int(encoder_layers)
-        self.bidirectional = bool(bidirectional)
+        self.embedding_dim = embedding_dim
+        self.encoder_layers = encoder_layers
+        self.bidirectional = bidirectional
         self.context = context
         self.sampling_schedule = sampling_schedule
         self.seed = seed
@@ -310,14 +304,8 @@ class Seq2Seq(keras.Model):
         self.uses_initial_state = context in ("initial_state", "both")
         self.uses_every_step = context in ("every_step", "both")
         self.attention_kind = attention
-        self.attention_units = (
-            None if attention_units is None else int(attention_units)
-        )
-        self.input_feeding = (
-            (True if input_feeding is None else bool(input_feeding))
-            if attention == "luong"
-            else None
-        )
+        self.attention_units = attention_units
+        self.input_feeding = input_feeding
 
         self.source_embedding = keras.layers.Embedding(
             source_vocabulary_size, embedding_dim, mask_zero=True,
@@ -366,12 +354,12 @@ class Seq2Seq(keras.Model):
         self.build()
 
     @staticmethod
-    def check_attention_arguments(attention, attention_units, input_feeding):
-        if attention is not None and attention not in ATTENTIONS:
-            raise ValueError(
-                f"Argument `attention` must be None or one of {ATTENTIONS}. "
-                f"Received: attention={attention!r}"
-            )
+    def check_attention_options(attention, attention_units, input_feeding):
+        """`(attention_units, input_feeding)` checked and resolved.
+
+        Each option belongs to one kind of attention; given with another it
+        would silently do nothing, so it is refused.
+        """
         if attention_units is not None:
             if attention != "bahdanau":
                 raise ValueError(
@@ -380,11 +368,7 @@ class Seq2Seq(keras.Model):
                     f"only. Received: attention_units={attention_units!r} "
                     f"with attention={attention!r}"
                 )
-            if not is_count(attention_units) or attention_units < 1:
-                raise ValueError(
-                    "Argument `attention_units` must be a positive integer. "
-                    f"Received: attention_units={attention_units!r}"
-                )
+            attention_units = check_positive_int("attention_units", attention_units)
         if input_feeding is not None:
             if attention != "luong":
                 raise ValueError(
@@ -392,11 +376,10 @@ class Seq2Seq(keras.Model):
                     f"only. Received: input_feeding={input_feeding!r} with "
                     f"attention={attention!r}"
                 )
-            if not isinstance(input_feeding, (bool, np.bool_)):
-                raise ValueError(
-                    "Argument `input_feeding` must be a boolean. "
-                    f"Received: input_feeding={input_feeding!r}"
-                )
+            input_feeding = check_bool("input_feeding", input_feeding)
+        if attention == "luong" and input_feeding is None:
+            input_feeding = True
+        return attention_units, input_feeding
 
     def copy_cell(self, name):
         config = json.loads(self.cell_json)

@@ -10,12 +10,24 @@ returns:
   `separator` (`<end>` and padding left out);
 - `log_probs` `(batch,)` float32: its log-probability under the model;
 - `beam_outputs` `(batch, beam_width)` string and `beam_log_probs`
-  `(batch, beam_width)`: every hypothesis of the beam, best first.
+  `(batch, beam_width)`: every hypothesis of the beam, best first;
+
+and, for a model with attention, the best hypothesis's alignment:
+
+- `alignments` `(batch, T, S)` float32: row t is the attention α_t with which
+  output token t was emitted, over the S source tokens read; padded with
+  zeros to the longest output (T) and input (S) of the batch;
+- `output_lengths` `(batch,)` int32: the tokens in `outputs` (rows of
+  `alignments` that are real);
+- `input_lengths` `(batch,)` int32: the source tokens read (columns that are
+  real).
 
 Loading needs TensorFlow only: `tf.saved_model.load(path)
 .signatures["serving_default"](texts=tf.constant(["hello"]))`.
 
-Every string gets an answer, never an error:
+`texts` must be a 1-D batch: a scalar or a 2-D tensor is refused with an
+`InvalidArgumentError` that says so. Every string gets an answer, never an
+error:
 
 | input | result |
 |---|---|
@@ -27,11 +39,20 @@ Every string gets an answer, never an error:
 | a hypothesis that has not ended after `max_output_length` tokens | cut there |
 """
 
+import os
+
 import keras
 import tensorflow as tf
 
-from kerasrnn.seq2seq.decoding import beam_search_decode, check_positive_int
+from kerasrnn.seq2seq.decoding import beam_search_decode
+from kerasrnn.seq2seq.model import Seq2Seq
 from kerasrnn.seq2seq.vocabulary import PAD_ID, UNKNOWN_ID, Vocabulary
+from kerasrnn.validation import (
+    check_bool,
+    check_choice,
+    check_number,
+    check_positive_int,
+)
 
 SPLITS = ("characters", "whitespace")
 
@@ -67,36 +88,43 @@ class StringSeq2Seq(tf.Module):
         max_output_length=64,
     ):
         super().__init__(name="string_seq2seq")
-        for name, vocabulary in (
-            ("source_vocabulary", source_vocabulary),
-            ("target_vocabulary", target_vocabulary),
+        if not isinstance(model, Seq2Seq):
+            raise ValueError(
+                "Argument `model` must be a kerasrnn.seq2seq.Seq2Seq. "
+                f"Received: model={model!r}"
+            )
+        for name, vocabulary, size in (
+            ("source_vocabulary", source_vocabulary, model.source_vocabulary_size),
+            ("target_vocabulary", target_vocabulary, model.target_vocabulary_size),
         ):
             if not isinstance(vocabulary, Vocabulary):
                 raise ValueError(
                     f"Argument `{name}` must be a kerasrnn.seq2seq.Vocabulary. "
                     f"Received: {name}={vocabulary!r}"
                 )
-        if split not in SPLITS:
-            raise ValueError(
-                f"Argument `split` must be one of {SPLITS}. "
-                f"Received: split={split!r}"
-            )
+            # A vocabulary of another size than the embedding it feeds maps
+            # strings to the wrong rows, or to rows that do not exist.
+            if vocabulary.size != size:
+                raise ValueError(
+                    f"Argument `{name}` must have the {size} ids the model "
+                    f"was built with. Received: {name} with {vocabulary.size} ids"
+                )
+        check_choice("split", split, SPLITS)
         if not isinstance(separator, str):
             raise ValueError(
                 "Argument `separator` must be a string. "
                 f"Received: separator={separator!r}"
             )
-        check_positive_int("beam_width", beam_width)
-        check_positive_int("max_input_length", max_input_length)
-        check_positive_int("max_output_length", max_output_length)
         self.model = model
         self.split = split
         self.separator = separator
-        self.lowercase = bool(lowercase)
-        self.beam_width = beam_width
-        self.length_penalty = length_penalty
-        self.max_input_length = max_input_length
-        self.max_output_length = max_output_length
+        self.lowercase = check_bool("lowercase", lowercase)
+        self.beam_width = check_positive_int("beam_width", beam_width)
+        self.length_penalty = check_number("length_penalty", length_penalty, low=0)
+        self.max_input_length = check_positive_int("max_input_length", max_input_length)
+        self.max_output_length = check_positive_int(
+            "max_output_length", max_output_length
+        )
         self.source_table = tf.lookup.StaticHashTable(
             tf.lookup.KeyValueTensorInitializer(
                 tf.constant(source_vocabulary.tokens, tf.string),
@@ -138,21 +166,58 @@ class StringSeq2Seq(tf.Module):
         joined = tf.strings.reduce_join(tokens, axis=-1, separator=self.separator)
         return tf.reshape(joined, shape[:-1])
 
-    @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="texts")])
+    # Any shape is let in, so that a wrong rank is refused by a message that
+    # names the expected one rather than by a strided slice deep inside.
+    @tf.function(input_signature=[tf.TensorSpec(None, tf.string, name="texts")])
     def serve(self, texts):
+        rank_checked = tf.debugging.assert_rank(
+            texts, 1,
+            message="serving_default takes `texts`, a 1-D batch of strings "
+            "of shape (batch,); wrap a single string as [text]",
+        )
+        # A reshape, not ensure_shape: shape inference would refuse a wrong
+        # rank with its own message before the assertion runs.
+        with tf.control_dependencies([rank_checked]):
+            texts = tf.reshape(texts, [-1])
         source = self.source_ids(texts)
-        sequences, log_probs, _ = beam_search_decode(
+        with_attention = self.model.attention is not None
+        sequences, log_probs, _, *alignments = beam_search_decode(
             self.model, source, self.beam_width, self.max_output_length,
-            self.length_penalty,
+            self.length_penalty, return_alignments=with_attention,
         )
         empty = tf.reduce_all(tf.equal(source, PAD_ID), axis=1)
         beam_outputs = tf.where(empty[:, None], "", self.to_strings(sequences))
         beam_log_probs = tf.where(empty[:, None], 0.0, log_probs)
-        return {
+        served = {
             "outputs": beam_outputs[:, 0],
             "log_probs": beam_log_probs[:, 0],
             "beam_outputs": beam_outputs,
             "beam_log_probs": beam_log_probs,
+        }
+        if with_attention:
+            served.update(self.best_alignment(source, sequences[:, 0], alignments[0][:, 0]))
+        return served
+
+    @staticmethod
+    def best_alignment(source, best, alignments):
+        """The best hypothesis's α, cut to the batch's real rows and columns.
+
+        Args:
+            source: `(batch, S)` source ids.
+            best: `(batch, max_output_length)` target ids of the best hypothesis.
+            alignments: `(batch, max_output_length, S)` its α.
+        """
+        output_lengths = tf.reduce_sum(tf.cast(best >= UNKNOWN_ID, tf.int32), axis=1)
+        input_lengths = tf.reduce_sum(tf.cast(source != PAD_ID, tf.int32), axis=1)
+        rows = tf.reduce_max(tf.concat([output_lengths, [0]], 0))
+        columns = tf.reduce_max(tf.concat([input_lengths, [0]], 0))
+        real_rows = tf.range(rows)[None, :] < output_lengths[:, None]
+        # The <end> step's row and the rows after it are not output tokens.
+        alignments = tf.where(real_rows[..., None], alignments[:, :rows, :columns], 0.0)
+        return {
+            "alignments": alignments,
+            "output_lengths": output_lengths,
+            "input_lengths": input_lengths,
         }
 
 
@@ -170,7 +235,16 @@ def export_serving(model, path, source_vocabulary, target_vocabulary, **options)
     Returns:
         The `StringSeq2Seq` module that was saved (callable in process as
         `module.serve(texts)`).
+
+    Raises:
+        ValueError: `path` is an existing file, or an option is out of range
+            (see `StringSeq2Seq`).
     """
+    if os.path.exists(path) and not os.path.isdir(path):
+        raise ValueError(
+            "Argument `path` must be a directory to write the SavedModel into. "
+            f"Received: path={str(path)!r}, an existing file"
+        )
     module = StringSeq2Seq(model, source_vocabulary, target_vocabulary, **options)
     archive = keras.export.ExportArchive()
     archive.track(model)

@@ -131,8 +131,40 @@ def test_every_decoder_compiles_with_xla(model):
         (lambda m: seq2seq.beam_search_decode(m, SOURCE, 2, 4, -1.0), "length_penalty"),
         (lambda m: seq2seq.sample_decode(m, SOURCE, 4, temperature=0.0), "temperature"),
         (lambda m: seq2seq.sample_decode(m, SOURCE, 4, top_k=0), "top_k"),
+        # The vocabulary has 6 target ids: a larger k has nothing to keep.
+        (lambda m: seq2seq.sample_decode(m, SOURCE, 4, top_k=100), "top_k"),
+        (lambda m: seq2seq.sample_decode(m, SOURCE, 4, temperature=np.inf), "temperature"),
+        (lambda m: seq2seq.greedy_decode(m, SOURCE, np.int64(4), return_alignments=1), "return_alignments"),
     ],
 )
 def test_bad_arguments(model, call, name):
     with pytest.raises(ValueError, match=f"`{name}`.*Received: {name}="):
         call(model)
+
+
+@pytest.mark.parametrize(
+    "source, message",
+    [
+        ([[-1, 4, 2]], "ids in \\[0, 8\\).*-1"),
+        ([[4, 8, 2]], "ids in \\[0, 8\\).*8"),
+        (np.array([[4.0, 5.7]]), "integer token ids"),
+        (np.zeros((2, 0), np.int32), "length ≥ 1"),
+        (np.array([4, 5, 6]), "\\(batch, length\\)"),
+    ],
+)
+def test_bad_source_ids_are_refused_before_decoding(model, source, message):
+    for decode in (
+        lambda: seq2seq.greedy_decode(model, source, 4),
+        lambda: seq2seq.sample_decode(model, source, 4),
+        lambda: seq2seq.beam_search_decode(model, source, 2, 4),
+    ):
+        with pytest.raises(ValueError, match=f"`source_ids`.*{message}"):
+            decode()
+
+
+def test_numpy_scalars_are_numbers(model):
+    plain = seq2seq.beam_search_decode(model, SOURCE, 2, 4, 0.5)
+    numpy = seq2seq.beam_search_decode(
+        model, SOURCE, np.int64(2), np.int32(4), np.float32(0.5)
+    )
+    np.testing.assert_array_equal(plain[0], numpy[0])

@@ -7,6 +7,7 @@ import textwrap
 
 import numpy as np
 import pytest
+import tensorflow as tf
 
 import keras
 import kerasrnn
@@ -37,12 +38,12 @@ def serve_in_clean_process(path, words):
 
         serve = tf.saved_model.load({str(path)!r}).signatures["serving_default"]
         result = serve(texts=tf.constant({words!r}))
-        print(json.dumps({{
-            key: np.tolist() if key.endswith("probs")
-            else [[w.decode() for w in row] if isinstance(row, list) else row.decode()
-                  for row in np.tolist()]
-            for key, np in ((k, v.numpy()) for k, v in result.items())
-        }}))
+        def plain(value):
+            if isinstance(value, list):
+                return [plain(item) for item in value]
+            return value.decode() if isinstance(value, bytes) else value
+
+        print(json.dumps({{key: plain(value.numpy().tolist()) for key, value in result.items()}}))
         assert "kerasrnn" not in sys.modules
         """
     )
@@ -106,12 +107,74 @@ def test_odd_inputs_have_their_documented_results(exported):
     assert emitted <= set(PHONES) | {"<unk>"}
 
 
+def test_plain_models_serve_no_alignments(exported):
+    *_, served = exported
+    assert set(served) == {"outputs", "log_probs", "beam_outputs", "beam_log_probs"}
+
+
 def test_bad_export_arguments(exported, tmp_path):
     model, source, target, _ = exported
     with pytest.raises(ValueError, match="`split`.*Received: split='bytes'"):
         seq2seq.export_serving(model, tmp_path, source, target, split="bytes")
     with pytest.raises(ValueError, match="`source_vocabulary`"):
         seq2seq.export_serving(model, tmp_path, LETTERS, target)
+    # Vocabularies of other sizes than the embeddings would serve wrong ids.
+    with pytest.raises(ValueError, match="`source_vocabulary` must have the 10 ids.*with 7"):
+        seq2seq.export_serving(model, tmp_path, seq2seq.Vocabulary(LETTERS[:3]), target)
+    with pytest.raises(ValueError, match="`target_vocabulary` must have the 10 ids.*with 12"):
+        seq2seq.export_serving(model, tmp_path, source, seq2seq.Vocabulary(PHONES + ["X", "Y"]))
+    a_file = tmp_path / "taken"
+    a_file.write_text("")
+    with pytest.raises(ValueError, match="`path`.*an existing file"):
+        seq2seq.export_serving(model, a_file, source, target)
+
+
+def test_served_signature_names_the_expected_rank(exported, tmp_path):
+    model, source, target, _ = exported
+    path = tmp_path / "saved_model"
+    seq2seq.export_serving(model, path, source, target, beam_width=2)
+    serve = tf.saved_model.load(str(path)).signatures["serving_default"]
+    assert serve(texts=tf.constant(["bad"]))["outputs"].shape == (1,)
+    for texts in (tf.constant("bad"), tf.constant([["bad", "cab"]])):
+        with pytest.raises(tf.errors.InvalidArgumentError, match="1-D batch of strings"):
+            serve(texts=texts)
+
+
+@pytest.mark.parametrize("attention", ["bahdanau", "luong"])
+def test_attention_model_serves_its_alignments(tmp_path, attention):
+    keras.utils.set_random_seed(6)
+    source, target = seq2seq.Vocabulary(LETTERS), seq2seq.Vocabulary(PHONES)
+    model = seq2seq.Seq2Seq(
+        source.size, target.size, kerasrnn.GRUCell(8), embedding_dim=6,
+        bidirectional=True, attention=attention,
+    )
+    path = tmp_path / "saved_model"
+    seq2seq.export_serving(
+        model, path, source, target, beam_width=BEAM, max_input_length=MAX_INPUT,
+        max_output_length=6,
+    )
+    words = ["bad", "face", "", "cab", "abcdefabcdef"]
+    served = serve_in_clean_process(path, words)
+    alignments = np.array(served["alignments"])
+    assert alignments.shape[0] == len(words)
+    for index, word in enumerate(words):
+        outputs, log_probs = in_process(model, source, target, word)
+        assert served["beam_outputs"][index] == outputs
+        letters = [c for c in word if c in LETTERS][:MAX_INPUT]
+        rows, columns = served["output_lengths"][index], served["input_lengths"][index]
+        assert columns == len(letters) and rows == len(outputs[0].split())
+        if not letters:
+            np.testing.assert_array_equal(alignments[index], 0.0)
+            continue
+        *_, expected = seq2seq.beam_search_decode(
+            model, np.array([source.encode(letters)]), BEAM, 6, return_alignments=True
+        )
+        np.testing.assert_allclose(
+            alignments[index, :rows, :columns], expected[0, 0, :rows], rtol=1e-5, atol=1e-6
+        )
+        np.testing.assert_allclose(alignments[index, :rows].sum(-1), 1.0, rtol=1e-5)
+        np.testing.assert_array_equal(alignments[index, rows:], 0.0)
+        np.testing.assert_array_equal(alignments[index, :, columns:], 0.0)
 
 
 def test_vocabulary_hand_worked():
