@@ -8,8 +8,11 @@ pronunciation of a training word is one training pair.
 Model (`kerasrnn.seq2seq.Seq2Seq`): letter embeddings (`--embedding`) →
 `--layers` encoder layers of `--cell` with `--units` (bidirectional by
 default) → a decoder of the same cell, given the context as `--context`
-says → softmax over phonemes (`pipelines.encoder_decoder`);
-`--cell-dropout` is every cell's input dropout.
+says and attending over the encoder's outputs as `--attention` says
+(Luong by default) → softmax over phonemes (`pipelines.encoder_decoder`);
+`--cell-dropout` is every cell's input dropout. Training batches are
+grouped by word length, one dataset per length bucket
+(`pipelines.data.batching.bucketed_batches`).
 Training is teacher forcing, or scheduled sampling with
 `--scheduled-sampling` (ε = 1/2 at `--sampling-midpoint` steps); the
 learning rate halves whenever the validation loss stalls. Test words are
@@ -24,14 +27,20 @@ Metrics on the test split (`test_*`), each word once:
   reference the one with the smallest d (the shorter one on a tie);
 
 both with stress digits removed (`test_wer`, `test_per`: the usual CMUDict
-convention) and with stress (`test_wer_stress`, `test_per_stress`). The
+convention) and with stress (`test_wer_stress`, `test_per_stress`), and
+`test_wer_by_length`: the WER of the test words of ≤ 4, 5–6, 7–8, 9–10 and
+≥ 11 letters (keys `"<=4"` … `">=11"`), where the fixed-context bottleneck
+shows. The
 baseline (`baseline_wer`, `baseline_per`, without stress) gives each test
 word the pronunciation of the training word that shares its longest prefix.
 
 Outputs are the shared ones (`pipelines.training`), except that
 `saved_model/` is the string-in, string-out export of `kerasrnn.seq2seq.export_serving` — its
 `serving_default` maps words to space-separated phonemes with beam search
-in the graph (see that module for what odd inputs give).
+in the graph (see that module for what odd inputs give); with attention
+it also serves the best answer's alignment. An attention model's run also
+writes `alignments.png`, heatmaps of α for a dozen test words (letters
+across, phonemes down), and logs them to TensorBoard (`tensorboard/alignments`).
 """
 
 import bisect
@@ -41,8 +50,10 @@ import numpy as np
 import tensorflow as tf
 
 from kerasrnn import seq2seq
-from pipelines import edit_distance, encoder_decoder
+from pipelines import alignments, edit_distance, encoder_decoder
 from pipelines.data import cmudict as cmudict_data
+from pipelines.data.batching import AUTOTUNE, bucketed_batches
+from pipelines.run_directory import TENSORBOARD
 from pipelines.tasks.options.g2p import G2PConfig
 
 HEADLINE_METRIC = ("test_per", "baseline_per", "lower")
@@ -52,6 +63,18 @@ DATA_SOURCES = G2PConfig.DATA_SOURCES
 
 #: Test words decoded per beam-search call.
 DECODE_BATCH = 512
+
+#: `test_wer_by_length` buckets: name -> (fewest, most) letters.
+LENGTH_BUCKETS = {
+    "<=4": (1, 4),
+    "5-6": (5, 6),
+    "7-8": (7, 8),
+    "9-10": (9, 10),
+    ">=11": (11, 10**6),
+}
+
+#: Test words whose alignments are drawn: this many, spread over lengths.
+DRAWN_WORDS = 12
 
 #: Words printed with their predictions at the end of a run.
 SHOWN_WORDS = ("hello", "kerasrnn", "tensorflow", "pronunciation", "xylophone",
@@ -80,10 +103,28 @@ def error_rates(predictions, references, stress=True):
     return edit_distance.error_rates(predictions, references)
 
 
+def wer_by_length(words, predictions, references):
+    """WER (stress removed) of the words in each of `LENGTH_BUCKETS`.
+
+    Returns:
+        Bucket name -> WER, for the buckets that hold a word.
+    """
+    by_length = {}
+    for name, (fewest, most) in LENGTH_BUCKETS.items():
+        members = [i for i, word in enumerate(words) if fewest <= len(word) <= most]
+        if members:
+            by_length[name], _ = error_rates(
+                [predictions[i] for i in members],
+                [references[i] for i in members],
+                stress=False,
+            )
+    return by_length
+
+
 def nearest_spelling(train_words, words):
     """The baseline: each word gets the first pronunciation of the training
-    word that shares its longest prefix (the alphabetically earlier one on
-    a tie).
+    word that shares its longest prefix, always one of its two alphabetical
+    neighbours (the one before it when both share as much).
 
     Args:
         train_words: `(word, pronunciations)` pairs sorted by word.
@@ -124,25 +165,18 @@ def make_vocabularies(train_words):
 
 
 def pair_dataset(words, letters, phonemes, batch_size, shuffle, seed):
-    """Teacher-forcing batches of (letters, phonemes), grouped by length."""
+    """Teacher-forcing batches of (letters, phonemes), grouped by word length."""
     sources, targets = [], []
     for word, pronunciations in words:
         for pronunciation in pronunciations:
-            sources.append(letters.encode(word))
-            targets.append(phonemes.encode(pronunciation))
-    dataset = tf.data.Dataset.from_tensor_slices(
-        (tf.ragged.constant(sources, tf.int32), tf.ragged.constant(targets, tf.int32))
-    ).cache()
-    if shuffle:
-        dataset = dataset.shuffle(len(sources), seed=seed, reshuffle_each_iteration=True)
-    # Slices of a ragged tensor arrive as rank-1 RaggedTensors, which
-    # padded batching refuses; a map hands them on as plain tensors.
-    dataset = dataset.map(lambda s, t: (s, t)).bucket_by_sequence_length(
-        element_length_func=lambda s, t: tf.shape(t)[0],
-        bucket_boundaries=[4, 6, 8, 10, 13],
-        bucket_batch_sizes=[batch_size] * 6,
-    )
-    return dataset.map(seq2seq.teacher_forcing_pair).prefetch(tf.data.AUTOTUNE)
+            sources.append(np.array(letters.encode(word), np.int32))
+            targets.append(np.array(phonemes.encode(pronunciation), np.int32))
+    batches = bucketed_batches(sources, targets, batch_size, shuffle, seed)
+    # The per-step weights are not needed: the loss masks padding itself.
+    return batches.map(
+        lambda source, target, weight: seq2seq.teacher_forcing_pair(source, target),
+        num_parallel_calls=AUTOTUNE,
+    ).prefetch(AUTOTUNE)
 
 
 # ----------------------------------------------------------------- decoding
@@ -156,6 +190,27 @@ def predict(model, words, letters, phonemes, config, max_length):
             encoder_decoder.beam_search(model, source, phonemes, config, max_length)
         )
     return predictions
+
+
+def draw_test_alignments(model, words, letters, phonemes, config, max_length, context):
+    """`alignments.png` and its TensorBoard image: α of `DRAWN_WORDS` test
+    words spread over the lengths, by the run's beam search."""
+    by_length = sorted(words, key=len)
+    picked = [
+        by_length[int(i)]
+        for i in np.linspace(0, len(by_length) - 1, min(DRAWN_WORDS, len(by_length)))
+    ]
+    source = tf.ragged.constant([letters.encode(w) for w in picked], tf.int32).to_tensor(0)
+    sequences, *_, weights = seq2seq.beam_search_decode(
+        model, source, config.beam_width, max_length, config.length_penalty,
+        return_alignments=True,
+    )
+    outputs = [phonemes.decode(row) for row in sequences[:, 0].numpy()]
+    alignments.write_alignments(
+        alignments.alignment_examples(picked, outputs, weights[:, 0].numpy()),
+        context.write_dir / "alignments.png",
+        context.directory.working_file(TENSORBOARD) / "alignments",
+    )
 
 
 def run(config, context):
@@ -184,6 +239,10 @@ def run(config, context):
     references = [prons for _, prons in splits["test"]]
     predictions = predict(model, test_words, letters, phonemes, config, max_length)
     wer, per = error_rates(predictions, references, stress=False)
+    if context.is_chief and model.attention is not None:
+        draw_test_alignments(
+            model, test_words, letters, phonemes, config, max_length, context
+        )
     wer_stress, per_stress = error_rates(predictions, references, stress=True)
     baseline_wer, baseline_per = error_rates(
         nearest_spelling(splits["train"], test_words), references, stress=False
@@ -200,6 +259,7 @@ def run(config, context):
         "test_per": per,
         "test_wer_stress": wer_stress,
         "test_per_stress": per_stress,
+        "test_wer_by_length": wer_by_length(test_words, predictions, references),
         "baseline_wer": baseline_wer,
         "baseline_per": baseline_per,
         "test_words": len(test_words),
