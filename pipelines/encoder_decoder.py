@@ -38,7 +38,7 @@ def sampling_schedule(config):
 def build_model(config, source_vocabulary, target_vocabulary):
     """`Seq2Seq` over two vocabularies: `--cell` with `--units` and
     `--cell-dropout`, `--layers` encoder layers (`--bidirectional`),
-    `--embedding`, `--context` and `--scheduled-sampling`."""
+    `--embedding`, `--context`, `--attention` and `--scheduled-sampling`."""
     return seq2seq.Seq2Seq(
         source_vocabulary.size,
         target_vocabulary.size,
@@ -47,6 +47,7 @@ def build_model(config, source_vocabulary, target_vocabulary):
         encoder_layers=config.layers,
         bidirectional=config.bidirectional,
         context=config.context,
+        attention=None if config.attention == "none" else config.attention,
         sampling_schedule=sampling_schedule(config),
         seed=config.seed,
     )

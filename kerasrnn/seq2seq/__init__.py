@@ -1,7 +1,8 @@
 """Sequence-to-sequence learning with kerasrnn (or Keras) cells.
 
 - `Seq2Seq`: the encoder–decoder of `eq:rnn-seq2seq`, three ways of giving
-  the decoder its context, teacher forcing or scheduled sampling;
+  the decoder its context, Bahdanau or Luong attention (`BahdanauAttention`,
+  `LuongAttention`), teacher forcing or scheduled sampling;
   `SequenceCrossEntropy` and `teacher_forcing_pair` to train it with `fit`.
 - `LinearSamplingSchedule`, `ExponentialSamplingSchedule`,
   `InverseSigmoidSamplingSchedule`: ε of scheduled sampling.
@@ -11,6 +12,11 @@
 - `export_serving`, `StringSeq2Seq`: a string-in, string-out SavedModel.
 """
 
+from kerasrnn.seq2seq.attention import (
+    ATTENTIONS,
+    BahdanauAttention,
+    LuongAttention,
+)
 from kerasrnn.seq2seq.decoding import (
     beam_search_decode,
     greedy_decode,
@@ -39,7 +45,10 @@ from kerasrnn.seq2seq.vocabulary import (
 )
 
 __all__ = [
+    "ATTENTIONS",
+    "BahdanauAttention",
     "CONTEXTS",
+    "LuongAttention",
     "END_ID",
     "ExponentialSamplingSchedule",
     "InverseSigmoidSamplingSchedule",

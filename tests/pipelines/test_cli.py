@@ -286,6 +286,7 @@ def test_cell_names_and_contexts_are_those_of_kerasrnn():
     for class_name in options.CELLS.values():
         assert issubclass(getattr(kerasrnn, class_name), keras.layers.Layer)
     assert seq2seq_options.CONTEXTS == seq2seq.CONTEXTS
+    assert seq2seq_options.ATTENTIONS == ("none", *seq2seq.ATTENTIONS)
 
 
 def test_the_two_dropouts_reach_their_layers():

@@ -67,12 +67,14 @@ def test_offline_without_data_fails_at_once_naming_the_dataset(tmp_path, capsys)
 
 
 @pytest.mark.slow
-def test_quick_run_on_mock_data_writes_outputs_and_serves(tmp_path):
+@pytest.mark.parametrize("attention", ["luong", "bahdanau"])
+def test_quick_run_on_mock_data_writes_outputs_and_serves(tmp_path, attention):
     out = tmp_path / "run"
     with tfds.testing.mock_data(num_examples=40):
-        status = main(["translate", "--quick", "--out", str(out)])
+        status = main(["translate", "--quick", "--attention", attention, "--out", str(out)])
     assert status == 0
     metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["args"]["attention"] == attention
     # Random mock text: after two tiny epochs the loss is still near that of
     # a uniform guess over the target vocabulary, ln(V).
     assert 0.0 < metrics["test_loss"] < 1.2 * math.log(metrics["target_vocabulary_size"])
@@ -104,6 +106,10 @@ def test_quick_run_on_mock_data_writes_outputs_and_serves(tmp_path):
 
         serve = tf.saved_model.load({str(out / "saved_model")!r}).signatures["serving_default"]
         result = serve(texts=tf.constant(["Olá mundo", "", " ".join(["palavra"] * 50)]))
+        # The best answer's alignment comes with it, padding exactly zero.
+        weights = result["alignments"].numpy()
+        assert result["input_lengths"].numpy().tolist()[1] == 0
+        assert (weights[1] == 0).all()
         print(json.dumps([text.decode() for text in result["outputs"].numpy()]))
         """
     )

@@ -19,6 +19,9 @@ from pipelines.options import (
 #: TensorFlow; a test holds the two equal.
 CONTEXTS = ("initial_state", "every_step", "both")
 
+#: `--attention` values: "none" or `kerasrnn.seq2seq.attention.ATTENTIONS`.
+ATTENTIONS = ("none", "bahdanau", "luong")
+
 #: Decays of the teacher-forcing probability ε (`--scheduled-sampling`).
 SCHEDULES = ("none", "linear", "exponential", "inverse_sigmoid")
 
@@ -39,6 +42,13 @@ class Seq2SeqConfig(RunConfig):
         "initial_state",
         one_of(*CONTEXTS),
         "how the decoder receives the encoder's context",
+    )
+    attention: str = option(
+        "luong",
+        one_of(*ATTENTIONS),
+        "attention over the encoder outputs: bahdanau (additive, scored "
+        "with the previous decoder state), luong (general, scored with the "
+        "current output, with input feeding) or none (the fixed context only)",
     )
     scheduled_sampling: str = option(
         "none",
