@@ -10,7 +10,10 @@ Rows:
   4. for each training task, examples/s of its input pipeline alone vs of
      its model's train step on batches held in memory, and the ratio;
   5. decoding throughput, greedy and beam search (B = 5), one compiled
-     tf.function against a per-step Python loop.
+     tf.function against a per-step Python loop;
+  6. serving a G2P SavedModel without kerasrnn: words/s and p50/p99
+     latency at batch 1, 32 and 256 (`--serving-model NAME=PATH` for
+     trained runs' `saved_model/`).
 `--quick` runs tiny shapes and the tasks' `--quick` configurations (a smoke
 test; its numbers mean nothing).
 """
@@ -23,7 +26,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import tensorflow as tf  # noqa: E402
 
-from benchmarks import cells, decoding, input_pipeline, scaling  # noqa: E402
+from benchmarks import cells, decoding, input_pipeline, scaling, serving  # noqa: E402
 
 
 def _print_table(title, rows, columns):
@@ -44,6 +47,11 @@ def main(argv=None):
     parser.add_argument("--quick", action="store_true", help="tiny shapes, for a smoke test")
     parser.add_argument("--repeats", type=int, default=None,
                         help="timed calls per contender (default 15; 2 with --quick)")
+    parser.add_argument("--serving-model", action="append", default=[], metavar="NAME=PATH",
+                        type=lambda text: tuple(text.split("=", 1)) if "=" in text
+                        else parser.error(f"--serving-model needs NAME=PATH; received {text!r}"),
+                        help="a G2P SavedModel to serve (repeatable); default: the "
+                        "default architecture, untrained")
     args = parser.parse_args(argv)
     shapes = cells.QUICK if args.quick else cells.FULL
     repeats = args.repeats or (2 if args.quick else 15)
@@ -92,6 +100,12 @@ def main(argv=None):
                  decoding_rows, ["method", "batch", "max_length", "graph_seq_per_s",
                                  "xla_seq_per_s", "python_loop_seq_per_s", "graph_speedup",
                                  "xla_speedup"])
+
+    serving_rows = serving.serving_rows(args.serving_model, quick=args.quick,
+                                        calls=5 if args.quick else 200)
+    _print_table("serving a G2P SavedModel without kerasrnn (words/s, latency per call)",
+                 serving_rows, ["model", "batch", "words_per_s", "p50_ms", "p99_ms",
+                                "ms_per_word"])
 
 
 if __name__ == "__main__":

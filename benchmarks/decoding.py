@@ -57,7 +57,7 @@ def python_beam_search(model, source_ids, beam_width, max_length):
     batch = source_ids.shape[0]
     rows = np.repeat(np.arange(batch), beam_width)
     states = [tf.gather(s, rows) for s in states]
-    context = None if context is None else tf.gather(context, rows)
+    context = tf.nest.map_structure(lambda c: tf.gather(c, rows), context)
     previous = np.full(batch * beam_width, seq2seq.START_ID, np.int32)
     scores = np.tile([0.0] + [-np.inf] * (beam_width - 1), batch)
     finished = np.zeros(batch * beam_width, bool)
@@ -88,7 +88,7 @@ def _xla(decoder, model, *args):
     """`decoder` compiled whole by XLA (`jit_compile=True`) for these args."""
 
     def decode(source_ids):
-        return decoder.python_function(model, source_ids, *args)
+        return decoder(model, source_ids, *args)
 
     return tf.function(decode, jit_compile=True)
 

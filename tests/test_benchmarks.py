@@ -46,6 +46,16 @@ def test_quick_benchmark_prints_every_table():
     # g2p is measured when its module imports; either way it has a row.
     assert re.search(r"^\| g2p \| ", out, re.MULTILINE)
 
+    # | model | batch | words/s | p50 | p99 | ms per word |, served without kerasrnn.
+    assert "serving a G2P SavedModel without kerasrnn" in out
+    for batch in (1, 32):
+        row = re.search(rf"^\| default g2p, untrained \| {batch} \| (.*) \|$", out, re.MULTILINE)
+        assert row is not None, out[-2000:]
+        words_per_s, p50, p99, per_word = (float(v.replace(",", "")) for v in row.group(1).split(" | "))
+        assert 0 < p50 <= p99
+        # words/s and ms per word are one measurement read two ways.
+        assert words_per_s * per_word == pytest.approx(1000.0, rel=0.02)
+
 
 def test_evenly_spaced_batches_cover_the_epoch():
     assert input_pipeline.evenly_spaced(list(range(10)), 3) == [0, 3, 6]
