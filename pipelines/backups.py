@@ -20,56 +20,33 @@ def file_sha256(path):
     return digest.hexdigest()
 
 
-class TrainingBackup:
-    """The training state after each finished epoch, safe against kills.
-
-    Each backup is a generation directory `epoch-NNNNNN/` (N finished
-    epochs) holding `model.weights.h5` (the model's and the optimizer's
+class Generation:
+    """One backup generation: the directory `epoch-NNNNNN/` (N finished
+    epochs) with `model.weights.h5` (the model's and the optimizer's
     variables) and `training_metadata.json` (`epoch`, the SHA-256 of the
     weights file, and the `task` and configuration `fingerprint` of the run
-    that wrote it). A generation is written under a `.partial` name and
-    renamed into place in one step, so a kill leaves either the whole
-    generation or none of it; the two newest are kept. Restoring takes the
-    newest generation whose metadata parses, names its own epoch, matches
-    its weights' checksum and loads; a damaged one falls back to the one
-    before it. A generation written by another run (task or options) is not
-    damaged: restoring stops there and leaves it in place.
+    that wrote it).
 
     Args:
-        directory: The `backup/` directory.
-        task: The name of the task training.
-        fingerprint: Its configuration fingerprint (JSON values).
-        keep: Generations kept.
+        backup_dir: The `backup/` directory holding it.
+        epoch: Its number of finished epochs.
     """
 
     WEIGHTS = "model.weights.h5"
     METADATA = "training_metadata.json"
     NAME = re.compile(r"epoch-(\d{6})")
 
-    def __init__(self, directory, task, fingerprint, keep=2):
-        self.directory = pathlib.Path(directory)
-        self.owner = {"task": task, "fingerprint": fingerprint}
-        self.keep = keep
+    def __init__(self, backup_dir, epoch):
+        self.epoch = epoch
+        self.directory = pathlib.Path(backup_dir) / f"epoch-{epoch:06d}"
 
-    def generations(self):
-        """`(epoch, directory)` of every complete generation, newest first."""
-        if not self.directory.is_dir():
-            return []
-        found = []
-        for entry in self.directory.iterdir():
-            match = self.NAME.fullmatch(entry.name)
-            if match and entry.is_dir():
-                found.append((int(match.group(1)), entry))
-        return sorted(found, reverse=True)
-
-    def save(self, model, epoch):
-        """Write the generation of `epoch` finished epochs; drop old ones."""
-        self.directory.mkdir(parents=True, exist_ok=True)
-        final = self.directory / f"epoch-{epoch:06d}"
-        partial = self.directory / f"epoch-{epoch:06d}.partial"
+    def write(self, model, owner):
+        """Write it under a `.partial` name, then rename it into place in
+        one step: a kill leaves either all of it or none."""
+        partial = self.directory.with_name(f"{self.directory.name}.partial")
         # Left by a kill while this epoch was being written before.
         shutil.rmtree(partial, ignore_errors=True)
-        partial.mkdir()
+        partial.mkdir(parents=True)
         weights = partial / self.WEIGHTS
         model.save_weights(weights, overwrite=True)
         durable.fsync_path(weights)
@@ -77,56 +54,44 @@ class TrainingBackup:
         metadata.write_text(
             json.dumps(
                 {
-                    "epoch": epoch,
+                    "epoch": self.epoch,
                     "weights_sha256": file_sha256(weights),
-                    **self.owner,
+                    **owner,
                 }
             )
         )
         durable.fsync_path(metadata)
         durable.fsync_path(partial)
         # A damaged generation the restore skipped: this one replaces it.
-        durable.move_into_place(partial, final)
-        for _, older in self.generations()[self.keep :]:
-            durable.remove(older)
+        durable.move_into_place(partial, self.directory)
 
-    def metadata(self, generation):
-        """The parsed metadata of a generation; raises OSError/ValueError."""
-        metadata = json.loads((generation / self.METADATA).read_text())
+    def metadata(self):
+        """The parsed metadata; raises OSError or ValueError."""
+        metadata = json.loads((self.directory / self.METADATA).read_text())
         if not isinstance(metadata, dict):
             raise ValueError(f"not a JSON object: {metadata!r}")
         return metadata
 
-    def check_owner(self, generation):
-        """Raise `BackupOfAnotherRun` if another run wrote `generation`."""
+    def writer(self, keys):
+        """The metadata's `keys` (who wrote it), or None if unreadable."""
         try:
-            metadata = self.metadata(generation)
+            metadata = self.metadata()
         except (OSError, ValueError):
-            return  # damaged: `problem` says so
-        owner = {key: metadata.get(key) for key in self.owner}
-        if owner == self.owner:
-            return
-        if owner["task"] != self.owner["task"]:
-            what = f"a {owner['task']} run"
-        else:
-            changed = differences(
-                owner["fingerprint"] or {}, self.owner["fingerprint"]
-            )
-            what = f"a run with other options ({changed})"
-        raise BackupOfAnotherRun(
-            f"{generation} was written by {what}; this run leaves it in "
-            "place and does not resume from it: pass another --out"
-        )
+            return None
+        return {key: metadata.get(key) for key in keys}
 
-    def problem(self, epoch, generation, model):
-        """Why a generation cannot be restored, or None after loading it."""
-        weights = generation / self.WEIGHTS
+    def problem(self, model):
+        """Why it cannot be restored, or None after loading it into `model`."""
+        weights = self.directory / self.WEIGHTS
         try:
-            metadata = self.metadata(generation)
+            metadata = self.metadata()
         except (OSError, ValueError) as error:
             return f"{self.METADATA} is unreadable ({error})"
-        if metadata.get("epoch") != epoch:
-            return f"{self.METADATA} does not name epoch {epoch}: {metadata!r}"
+        if metadata.get("epoch") != self.epoch:
+            return (
+                f"{self.METADATA} does not name epoch {self.epoch}: "
+                f"{metadata!r}"
+            )
         try:
             digest = file_sha256(weights)
         except OSError as error:
@@ -140,6 +105,63 @@ class TrainingBackup:
             kind = type(error).__name__
             return f"{self.WEIGHTS} does not load ({kind}: {error})"
         return None
+
+
+class TrainingBackup:
+    """The training state after each finished epoch, safe against kills.
+
+    A `Generation` is written after every epoch; the two newest are kept.
+    Restoring takes the newest generation whose metadata parses, names its
+    own epoch, matches its weights' checksum and loads; a damaged one falls
+    back to the one before it. A generation written by another run (task
+    or options) is not damaged: restoring stops there and leaves it in
+    place.
+
+    Args:
+        directory: The `backup/` directory.
+        task: The name of the task training.
+        fingerprint: Its configuration fingerprint (JSON values).
+        keep: Generations kept.
+    """
+
+    def __init__(self, directory, task, fingerprint, keep=2):
+        self.directory = pathlib.Path(directory)
+        self.owner = {"task": task, "fingerprint": fingerprint}
+        self.keep = keep
+
+    def generations(self):
+        """Every complete `Generation`, newest first."""
+        if not self.directory.is_dir():
+            return []
+        found = []
+        for entry in self.directory.iterdir():
+            match = Generation.NAME.fullmatch(entry.name)
+            if match and entry.is_dir():
+                found.append(Generation(self.directory, int(match.group(1))))
+        return sorted(found, key=lambda generation: -generation.epoch)
+
+    def save(self, model, epoch):
+        """Write the generation of `epoch` finished epochs; drop old ones."""
+        Generation(self.directory, epoch).write(model, self.owner)
+        for older in self.generations()[self.keep :]:
+            durable.remove(older.directory)
+
+    def check_owner(self, generation):
+        """Raise `BackupOfAnotherRun` if another run wrote `generation`."""
+        owner = generation.writer(self.owner)
+        if owner is None or owner == self.owner:
+            return  # this run's, or damaged: `Generation.problem` says so
+        if owner["task"] != self.owner["task"]:
+            what = f"a {owner['task']} run"
+        else:
+            changed = differences(
+                owner["fingerprint"] or {}, self.owner["fingerprint"]
+            )
+            what = f"a run with other options ({changed})"
+        raise BackupOfAnotherRun(
+            f"{generation.directory} was written by {what}; this run leaves "
+            "it in place and does not resume from it: pass another --out"
+        )
 
     def restore(self, model):
         """Load the newest usable generation into `model`.
@@ -157,7 +179,7 @@ class TrainingBackup:
                 restored; the message lists each one and what is wrong.
         """
         generations = self.generations()
-        for _, generation in generations:
+        for generation in generations:
             self.check_owner(generation)
         if not generations:
             return 0
@@ -165,21 +187,21 @@ class TrainingBackup:
             # The backup holds the optimizer's variables too.
             model.optimizer.build(model.trainable_variables)
         problems = []
-        for epoch, generation in generations:
-            problem = self.problem(epoch, generation, model)
+        for generation in generations:
+            problem = generation.problem(model)
             if problem is None:
-                for _, damaged in generations[: len(problems)]:
-                    durable.remove(damaged)
+                for damaged in generations[: len(problems)]:
+                    durable.remove(damaged.directory)
                 if problems:
                     print(
                         "The newest backup is damaged ("
                         + "; ".join(problems)
                         + "); resuming from the one before it, "
-                        f"epoch {epoch}.",
+                        f"epoch {generation.epoch}.",
                         flush=True,
                     )
-                return epoch
-            problems.append(f"{generation}: {problem}")
+                return generation.epoch
+            problems.append(f"{generation.directory}: {problem}")
         raise BackupUnusable(
             "the run in this output directory was interrupted and no backup "
             "in it can be restored:\n  "

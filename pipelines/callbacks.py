@@ -1,5 +1,5 @@
-"""The callbacks every run trains with: the NaN guard and the backup of
-each finished epoch."""
+"""The callbacks every run trains with: the NaN guard, the task's own, the
+epoch log, the backup of each finished epoch and TensorBoard."""
 
 import math
 import pathlib
@@ -7,6 +7,7 @@ import pathlib
 import keras
 
 from pipelines import durable
+from pipelines import run_directory as layout
 from pipelines.faults import TrainingDiverged
 
 
@@ -71,3 +72,27 @@ class BackupEachEpoch(keras.callbacks.Callback):
 
     def on_epoch_end(self, epoch, logs=None):
         self.backup.save(self.model, epoch + 1)
+
+
+def training_callbacks(run_directory, backup, extra=()):
+    """The callbacks of one run, in the order they must run.
+
+    Args:
+        run_directory: The claimed `RunDirectory`; the files go to its
+            `work_dir`.
+        backup: The `TrainingBackup` to write after each epoch, or None on
+            a process that does not write the backup.
+        extra: The task's callbacks.
+    """
+    file = run_directory.working_file
+    return [
+        StopOnNonFiniteLoss(file(layout.LAST_GOOD)),
+        # Before the log and the backup: a learning rate the task's
+        # callbacks change at an epoch's end is logged and backed up.
+        *extra,
+        # Before the backup: a kill between the two repeats the epoch,
+        # and `read_history` keeps the last row of each epoch.
+        keras.callbacks.CSVLogger(str(file(layout.RAW_HISTORY)), append=True),
+        *([BackupEachEpoch(backup)] if backup is not None else []),
+        keras.callbacks.TensorBoard(str(file(layout.TENSORBOARD))),
+    ]

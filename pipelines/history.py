@@ -99,3 +99,15 @@ def plot_learning_curves(history, path):
     figure.tight_layout()
     figure.savefig(path)
     plt.close(figure)
+
+
+def finish_history(raw, write_dir=None):
+    """The history of the raw epoch log `raw` as a dict name -> list; with
+    `write_dir`, also written there as `history.csv` and
+    `learning_curves.png`."""
+    raw = pathlib.Path(raw)
+    history = read_history(raw) if raw.exists() else {"epoch": []}
+    if write_dir is not None:
+        write_history(write_dir / "history.csv", history)
+        plot_learning_curves(history, write_dir / "learning_curves.png")
+    return history

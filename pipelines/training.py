@@ -48,11 +48,7 @@ import tensorflow as tf
 from pipelines import history as epoch_log
 from pipelines import run_directory as layout
 from pipelines.backups import TrainingBackup
-from pipelines.callbacks import (
-    BackupEachEpoch,
-    StopOnNonFiniteLoss,
-    save_weights_atomically,
-)
+from pipelines.callbacks import save_weights_atomically, training_callbacks
 from pipelines.distributed import fit_multiworker, is_multiworker, make_strategy
 from pipelines.faults import RunFailed
 
@@ -70,15 +66,13 @@ class RunContext:
     Args:
         config: The task's resolved configuration.
         strategy: The `tf.distribute.Strategy` models are built under.
-        run_directory: The `pipelines.run_directory.RunDirectory` claimed
-            for the run.
+        run_directory: The claimed `pipelines.run_directory.RunDirectory`.
 
     Attributes:
-        is_chief: Whether this process writes the run's outputs (always,
-            except on workers other than 0 of a multi-worker run).
-        write_dir: Where final outputs are written (emptied here) before
-            they are renamed into the run directory together.
-        backup: The run's `TrainingBackup`, read by every worker.
+        is_chief: Whether this process writes the run's outputs (not so on
+            workers other than 0 of a multi-worker run).
+        write_dir: Where final outputs go (emptied here) until `run_task`
+            renames them into the run directory together.
     """
 
     def __init__(self, config, strategy, run_directory):
@@ -118,23 +112,6 @@ class RunContext:
             weighted_metrics=weighted_metrics,
         )
 
-    def callbacks(self, extra=()):
-        """NaN guard, the task's callbacks, history, backup, TensorBoard."""
-        file = self.directory.working_file
-        return [
-            StopOnNonFiniteLoss(file(layout.LAST_GOOD)),
-            # Before the log and the backup: a learning rate the task's
-            # callbacks change at an epoch's end is logged and backed up.
-            *extra,
-            # Before the backup: a kill between the two repeats the epoch,
-            # and `read_history` keeps the last row of each epoch.
-            keras.callbacks.CSVLogger(
-                str(file(layout.RAW_HISTORY)), append=True
-            ),
-            *([BackupEachEpoch(self.backup)] if self.is_chief else []),
-            keras.callbacks.TensorBoard(str(file(layout.TENSORBOARD))),
-        ]
-
     def fit(self, model, train, validation=None, callbacks=(), epochs=None):
         """Train `model` for `config.epochs`, resuming an interrupted run.
 
@@ -155,58 +132,25 @@ class RunContext:
             TrainingDiverged: the loss became NaN or infinite.
         """
         epochs = epochs or self.config.epochs
-        start = self.resume(model)
+        start = resume(model, self.strategy, self.backup, self.directory)
+        backup = self.backup if self.is_chief else None
         arguments = dict(
             initial_epoch=start,
             epochs=epochs,
-            callbacks=self.callbacks(callbacks),
+            callbacks=training_callbacks(self.directory, backup, callbacks),
             verbose=1 if self.is_chief else 0,
         )
         if is_multiworker(self.strategy):
-            fit_multiworker(
-                model, self.strategy, train, validation, **arguments
-            )
+            fit_multiworker(model, self.strategy, train, validation, **arguments)
         else:
             # The datasets shuffle themselves, seeded.
             model.fit(
                 train, validation_data=validation, shuffle=False, **arguments
             )
-        raw = self.directory.working_file(layout.RAW_HISTORY)
-        history = epoch_log.read_history(raw) if raw.exists() else {"epoch": []}
-        if self.is_chief:
-            epoch_log.write_history(self.write_dir / "history.csv", history)
-            epoch_log.plot_learning_curves(
-                history, self.write_dir / "learning_curves.png"
-            )
-        return history
-
-    def resume(self, model):
-        """Restore an interrupted run's backup into `model`.
-
-        Returns:
-            The number of finished epochs restored (0 for a fresh run).
-
-        Raises:
-            BackupUnusable: there is a backup and none of it restores.
-            BackupOfAnotherRun: the backup is another run's.
-        """
-        with self.strategy.scope():
-            start = self.backup.restore(model)
-        raw = self.directory.working_file(layout.RAW_HISTORY)
-        good = self.directory.working_file(layout.LAST_GOOD)
-        if start == 0:
-            # Epochs and good weights left by a kill before the first
-            # backup must not be mixed into this run.
-            good.unlink(missing_ok=True)
-            raw.unlink(missing_ok=True)
-            return 0
-        if self.is_chief:
-            print(f"Resuming after epoch {start} from {self.backup.directory}.")
-        epoch_log.keep_history_before(raw, start)
-        # The good weights are now the restored ones, not those of an epoch
-        # the interrupted run finished after its last backup.
-        save_weights_atomically(model, good)
-        return start
+        return epoch_log.finish_history(
+            self.directory.working_file(layout.RAW_HISTORY),
+            self.write_dir if self.is_chief else None,
+        )
 
     def save(self, model, export=True):
         """Write `model.keras` and, with `export`, the SavedModel.
@@ -219,6 +163,33 @@ class RunContext:
         model.save(self.write_dir / "model.keras")
         if export:
             model.export(str(self.write_dir / "saved_model"), verbose=False)
+
+
+def resume(model, strategy, backup, run_directory):
+    """Restore an interrupted run's backup into `model`, and its epoch log
+    and good weights to match; return the number of finished epochs
+    restored (0 for a fresh run).
+
+    Raises:
+        BackupUnusable, BackupOfAnotherRun: see `TrainingBackup.restore`.
+    """
+    with strategy.scope():
+        start = backup.restore(model)
+    raw = run_directory.working_file(layout.RAW_HISTORY)
+    good = run_directory.working_file(layout.LAST_GOOD)
+    if start == 0:
+        # Epochs and good weights left by a kill before the first backup
+        # must not be mixed into this run.
+        good.unlink(missing_ok=True)
+        raw.unlink(missing_ok=True)
+        return 0
+    if run_directory.chief:
+        print(f"Resuming after epoch {start} from {backup.directory}.")
+    epoch_log.keep_history_before(raw, start)
+    # The good weights are now the restored ones, not those of an epoch the
+    # interrupted run finished after its last backup.
+    save_weights_atomically(model, good)
+    return start
 
 
 def baseline_verdict(task_module, metrics):
@@ -307,8 +278,8 @@ def run_task(task_module, config, run_directory):
                     {k: v for k, v in report.items() if k != "args"}, indent=2
                 )
             )
-        if worse:
-            print(f"kerasrnn-train {config.task}: {warning}", file=sys.stderr)
+            if worse:
+                print(f"kerasrnn-train {config.task}: {warning}", file=sys.stderr)
         return report
 
 

@@ -3,6 +3,7 @@ the torn backups a kill can leave."""
 
 import csv
 import json
+import math
 import os
 import shutil
 import signal
@@ -16,11 +17,18 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from pipelines.backups import TrainingBackup
 from pipelines.data.tfds import load_tfds
-from pipelines.faults import BackupUnusable, DatasetNotOnDisk, TrainingDiverged
+from pipelines.faults import (
+    BackupOfAnotherRun,
+    BackupUnusable,
+    DatasetNotOnDisk,
+    TrainingDiverged,
+)
 from pipelines.run_directory import claim_run_directory
-from pipelines.training import RunContext
-from tests.pipelines.conftest import REPOSITORY, subprocess_env
+from pipelines.tasks import load_task
+from pipelines.training import RunContext, baseline_verdict
+from tests.pipelines.conftest import REPOSITORY, read_metrics, subprocess_env
 
 
 def test_a_tfds_dataset_missing_offline_fails_at_once_saying_how_to_get_it(
@@ -41,6 +49,7 @@ def test_an_unknown_tfds_name_is_reported(tmp_path):
         load_tfds("no_such_set", ["train"], data_dir=str(tmp_path))
 
 
+@pytest.mark.slow
 def test_the_command_line_reports_a_missing_dataset(
     train, capsys, monkeypatch, tmp_path
 ):
@@ -128,6 +137,7 @@ def test_a_nan_loss_stops_training_and_keeps_the_last_good_weights(
     assert metadata["epoch"] == 1
 
 
+@pytest.mark.slow
 def test_the_command_line_reports_a_diverged_run(train, capsys):
     code, out = train("forecast", "--quick", "--learning-rate", "1e30")
     assert code == 1
@@ -146,33 +156,46 @@ def raw_rows(path):
     return list(csv.DictReader(lines))
 
 
+def start_run(argv, out, log=None):
+    """`kerasrnn-train ARGV --out OUT` as a real process, output to `log`."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "pipelines", *argv, "--out", str(out)],
+        cwd=REPOSITORY,
+        env=dict(subprocess_env(), PYTHONUNBUFFERED="1"),
+        stdout=log or subprocess.DEVNULL,
+        stderr=subprocess.STDOUT if log else subprocess.DEVNULL,
+        # Lower priority, so that on busy cores the polling test always
+        # sees what it waits for long before the run moves on.
+        preexec_fn=lambda: os.nice(10),
+    )
+
+
+def kill_when(process, ready):
+    """SIGKILL `process` as soon as `ready()` holds (polled every 20 ms)."""
+    try:
+        # Only a hang guard: importing TensorFlow on two busy cores is slow.
+        deadline = time.monotonic() + 900
+        while not ready():
+            assert process.poll() is None, "the run ended before it was killed"
+            assert time.monotonic() < deadline, "the run made no progress"
+            time.sleep(0.02)
+    finally:
+        os.kill(process.pid, signal.SIGKILL)
+        process.wait()
+
+
+@pytest.mark.slow
 def test_killing_a_run_and_rerunning_it_loses_no_finished_epoch(
     tmp_path, train, capsys
 ):
     out = tmp_path / "run"
     argv = ["forecast", "--quick", "--epochs", "40", "--window", "4"]
-    process = subprocess.Popen(
-        [sys.executable, "-m", "pipelines", *argv, "--out", str(out)],
-        cwd=REPOSITORY,
-        env=subprocess_env(),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        # Lower priority, so that on busy cores this loop always sees the
-        # third row long before the run could reach its last epoch.
-        preexec_fn=lambda: os.nice(10),
+    # Wherever the kill lands (mid-epoch, mid-row, mid-backup), the rerun
+    # must resume from the newest complete backup.
+    kill_when(
+        start_run(argv, out),
+        lambda: len(raw_rows(out / "history_raw.csv")) >= 3,
     )
-    try:
-        # Only a hang guard: importing TensorFlow on two busy cores is slow.
-        deadline = time.monotonic() + 900
-        while len(raw_rows(out / "history_raw.csv")) < 3:
-            assert process.poll() is None, "the run ended before it was killed"
-            assert time.monotonic() < deadline, "the run made no progress"
-            time.sleep(0.02)
-    finally:
-        # Wherever the kill lands (mid-epoch, mid-row, mid-backup), the
-        # rerun must resume from the newest complete backup.
-        os.kill(process.pid, signal.SIGKILL)
-        process.wait()
     before = {
         int(row["epoch"]): float(row["loss"])
         for row in raw_rows(out / "history_raw.csv")
@@ -195,6 +218,115 @@ def test_killing_a_run_and_rerunning_it_loses_no_finished_epoch(
     for row in history[:backed_up]:
         assert float(row["loss"]) == before[int(row["epoch"]) - 1]
     assert not (out / "backup").exists()
+
+
+@pytest.mark.slow
+def test_kills_after_the_last_epoch_resume_without_training_or_find_the_run_complete(
+    tmp_path, train, capsys
+):
+    out = tmp_path / "run"
+    argv = ["forecast", "--quick", "--epochs", "3", "--window", "4"]
+    staged = out / ".outputs.partial" / "model.keras"
+    # Killed while the final outputs are written (the SavedModel export
+    # takes seconds): trained to the end, nothing committed yet.
+    kill_when(start_run(argv, out), staged.exists)
+    assert backed_up_epochs(out / "backup") == [3, 2]
+    assert not (out / "metrics.json").exists()
+    assert not (out / "model.keras").exists()
+    trained = tmp_path / "epoch-3.weights.h5"
+    shutil.copyfile(
+        out / "backup" / "epoch-000003" / "model.weights.h5", trained
+    )
+
+    # The rerun resumes after epoch 3 and trains nothing; killed as soon as
+    # metrics.json is in place, with or without its backup removed.
+    with open(tmp_path / "rerun.log", "w") as log:
+        kill_when(
+            start_run(argv, out, log), (out / "metrics.json").exists
+        )
+    printed = (tmp_path / "rerun.log").read_text()
+    assert f"Resuming after epoch 3 from {out / 'backup'}." in printed
+    assert "Epoch " not in printed
+
+    capsys.readouterr()
+    code, _ = train(*argv, out=out)
+    assert code == 0
+    printed = capsys.readouterr().out
+    assert f"the run in {out} is already complete" in printed
+    assert "Epoch " not in printed
+    assert not (out / "backup").exists()
+    assert not (out / ".outputs.partial").exists()
+    # The model is epoch 3's backup, not a model trained again.
+    model = keras.saving.load_model(out / "model.keras")
+    final = [weights.copy() for weights in model.get_weights()]
+    model.load_weights(trained)
+    for a, b in zip(final, model.get_weights()):
+        np.testing.assert_array_equal(a, b)
+    with open(out / "history.csv") as handle:
+        assert [line.split(",")[0] for line in handle][1:] == ["1", "2", "3"]
+
+
+@pytest.mark.slow
+def test_a_run_worse_than_its_baseline_says_so(train, capsys):
+    code, out = train("forecast", "--quick", "--learning-rate", "1e6")
+    assert code == 0
+    metrics = read_metrics(out)
+    assert metrics["test_rmse"] > 1000 * metrics["persistence_rmse"]
+    assert metrics["worse_than_baseline"] is True
+    (warning,) = capsys.readouterr().err.splitlines()[-1:]
+    assert warning.startswith(
+        "kerasrnn-train forecast: warning: test_rmse "
+    )
+    assert "is worse than the baseline's persistence_rmse" in warning
+
+
+@pytest.mark.parametrize(
+    "task, metrics, worse",
+    [
+        ("forecast", {"test_rmse": 20.0, "persistence_rmse": 25.0}, False),
+        ("forecast", {"test_rmse": 30.0, "persistence_rmse": 25.0}, True),
+        ("forecast", {"test_rmse": math.nan, "persistence_rmse": 25.0}, True),
+        (
+            "classify",
+            {"test_accuracy": 0.9, "baseline_test_accuracy": 0.6},
+            False,
+        ),
+        (
+            "classify",
+            {"test_accuracy": 0.5, "baseline_test_accuracy": 0.6},
+            True,
+        ),
+    ],
+)
+def test_the_headline_metric_is_compared_with_the_baseline_the_way_it_improves(
+    task, metrics, worse
+):
+    verdict, warning = baseline_verdict(load_task(task), metrics)
+    assert verdict is worse
+    (name, baseline, better) = load_task(task).HEADLINE_METRIC
+    assert f"{baseline}" in warning and f"({better} is better)" in warning
+
+
+def test_a_backup_written_with_other_options_is_left_alone_not_damaged(
+    tmp_path, rng
+):
+    model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2)])
+    model.compile(optimizer=keras.optimizers.Adam(), loss="mse")
+    model.optimizer.build(model.trainable_variables)
+    TrainingBackup(tmp_path, "forecast", {"seed": 0}).save(model, 2)
+    before = (tmp_path / "epoch-000002" / "model.weights.h5").read_bytes()
+    for task, fingerprint, what in [
+        ("forecast", {"seed": 1}, "a run with other options (--seed 0 there, 1 now)"),
+        ("g2p", {"seed": 0}, "a forecast run"),
+    ]:
+        with pytest.raises(BackupOfAnotherRun) as error:
+            TrainingBackup(tmp_path, task, fingerprint).restore(model)
+        assert str(error.value) == (
+            f"{tmp_path / 'epoch-000002'} was written by {what}; this run "
+            "leaves it in place and does not resume from it: pass another --out"
+        )
+    assert (tmp_path / "epoch-000002" / "model.weights.h5").read_bytes() == before
+    assert TrainingBackup(tmp_path, "forecast", {"seed": 0}).restore(model) == 2
 
 
 class Killed(Exception):
