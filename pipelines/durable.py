@@ -32,9 +32,10 @@ def scratch_name(path):
 def remove(path):
     """Remove a file or a directory tree; nothing if it does not exist."""
     path = pathlib.Path(path)
+    doomed = path.with_name(f"{path.name}.retired")
+    # Left by a kill during an earlier removal of `path`.
+    shutil.rmtree(doomed, ignore_errors=True)
     if path.is_dir() and not path.is_symlink():
-        doomed = path.with_name(f"{path.name}.retired")
-        shutil.rmtree(doomed, ignore_errors=True)
         os.replace(path, doomed)
         shutil.rmtree(doomed)
     else:

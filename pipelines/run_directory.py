@@ -96,6 +96,17 @@ def is_chief_process(strategy):
     return kind == "worker" and index == 0
 
 
+def is_entry_name(name):
+    """Whether `name` names an entry of the directory a discard may remove
+    (whatever an edited `run.json` lists: never a path, `..`, the lock or
+    the record)."""
+    return (
+        isinstance(name, str)
+        and name not in ("", ".", "..", LOCK, RECORD)
+        and pathlib.PurePath(name).name == name
+    )
+
+
 def read_record(path):
     """The parsed `run.json` of a directory, or None if it has none."""
     try:
@@ -203,9 +214,10 @@ class RunDirectory:
 
     def discard(self, record):
         """Remove the files the run recorded in `record` wrote."""
-        for name in {*WORKING_FILES, *record.get("outputs", ())}:
-            if name not in (LOCK, RECORD) and "/" not in name:
-                durable.remove(self.path / name)
+        outputs = record.get("outputs")
+        listed = outputs if isinstance(outputs, list) else []
+        for name in {*WORKING_FILES, *filter(is_entry_name, listed)}:
+            durable.remove(self.path / name)
 
     def begin(self):
         """Record this run as the directory's owner."""

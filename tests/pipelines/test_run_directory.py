@@ -258,15 +258,32 @@ def test_a_commit_puts_every_output_in_place_before_the_backup_goes(
     ]
 
 
+def test_a_discard_removes_only_entries_of_the_directory(tmp_path):
+    out = tmp_path / "run"
+    finished_run(out)
+    (tmp_path / "precious").write_text("kept")
+    record = json.loads((out / "run.json").read_text())
+    record["outputs"] += ["", ".", "..", "../precious", str(tmp_path), 7]
+    (out / "run.json").write_text(json.dumps(record))
+    claim(out, restart=True).release()
+    assert (tmp_path / "precious").read_text() == "kept"
+    assert sorted(entry.name for entry in out.iterdir()) == [
+        ".lock",
+        "run.json",
+    ]
+
+
 def test_a_kill_right_after_metrics_leaves_a_complete_run(tmp_path):
     finished_run(tmp_path)
     # What a kill between metrics.json and the backup's removal leaves.
     (tmp_path / "backup" / "epoch-000002").mkdir(parents=True)
     (tmp_path / ".outputs.partial").mkdir()
+    # ...and a kill while an earlier removal of the backup was under way.
+    (tmp_path / "backup.retired" / "epoch-000001").mkdir(parents=True)
     directory = claim(tmp_path)
     assert directory.complete
-    assert not (tmp_path / "backup").exists()
-    assert not (tmp_path / ".outputs.partial").exists()
+    for leftover in ("backup", ".outputs.partial", "backup.retired"):
+        assert not (tmp_path / leftover).exists()
 
 
 def test_workers_other_than_the_chief_neither_lock_nor_write(
