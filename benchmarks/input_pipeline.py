@@ -27,6 +27,7 @@ import tensorflow as tf
 
 from benchmarks.timing import interleaved_medians
 from pipelines.cli import parse_config
+from pipelines.run_directory import claim_run_directory
 from pipelines.tasks import load_task
 from pipelines.training import RunContext, make_strategy
 
@@ -144,8 +145,10 @@ def measure(task_name, quick, repeats, model_batches):
     config = parse_config([task_name, "--quick"] if quick else [task_name])
     task = load_task(task_name)
     keras.utils.set_random_seed(config.seed)
-    with tempfile.TemporaryDirectory() as out:
-        context = RunContext(config, make_strategy(config.strategy), out)
+    with tempfile.TemporaryDirectory() as out, claim_run_directory(
+        out, task_name, config.fingerprint(), restart=False, overwrite=False
+    ) as run_directory:
+        context = RunContext(config, make_strategy(config.strategy), run_directory)
         train, model = TRAINING[task_name](task, config, context)
 
     batches = list(train)  # the warm-up epoch: fills the dataset's cache
