@@ -6,7 +6,6 @@ mean gradient as one device, so both strategies must end with the weights
 of a single-device run of the same command (the reference).
 """
 
-import csv
 import json
 import socket
 import subprocess
@@ -84,7 +83,7 @@ def test_mirrored_over_two_logical_cpus_matches_one_device(
         text=True,
         cwd=REPOSITORY,
         env=subprocess_env(),
-        timeout=300,
+        timeout=600,
     )
     assert completed.returncode == 0, completed.stderr[-3000:]
     assert read_metrics(out)["replicas"] == 2
@@ -160,66 +159,6 @@ def test_two_workers_on_localhost_match_one_device_and_each_other(
         np.testing.assert_array_equal(a, b)
     with open(out / "history.csv") as handle:
         assert [line.split(",")[0] for line in handle][1:] == ["1", "2"]
-
-
-# 100 training words overfit quickly: the validation loss rises after
-# epoch 4 (by 0.09, far more than the two runs below ever differ), so g2p's
-# ReduceLROnPlateau halves the rate for epochs 6 on, on one device and on two
-# workers alike.
-G2P_COMMAND = [
-    "g2p",
-    "--quick",
-    "--limit",
-    "100",
-    "--epochs",
-    "6",
-    "--learning-rate",
-    "0.03",
-    "--no-shuffle",
-]
-
-
-def history_column(out, name):
-    with open(out / "history.csv") as handle:
-        return [float(row[name]) for row in csv.DictReader(handle)]
-
-
-@pytest.mark.slow
-def test_two_workers_run_the_tasks_learning_rate_schedule(tmp_path):
-    from pipelines.cli import main
-
-    single = tmp_path / "single"
-    assert main([*G2P_COMMAND, "--out", str(single)]) == 0
-    schedule = history_column(single, "learning_rate")
-    # The schedule acted: without that this test could not tell.
-    assert schedule == pytest.approx([0.03] * 5 + [0.015])
-
-    out = run_two_workers(tmp_path, G2P_COMMAND)
-    assert history_column(out, "learning_rate") == schedule
-    expected = keras.saving.load_model(single / "model.keras")
-    actual = keras.saving.load_model(out / "model.keras")
-    # The halved rate is saved with the model, as a resumed run needs it.
-    assert float(actual.optimizer.learning_rate) == pytest.approx(0.015)
-    assert float(expected.optimizer.learning_rate) == pytest.approx(0.015)
-    # g2p's loss is the mean over each replica's real tokens, so two
-    # replicas holding different token counts weigh the tokens a little
-    # differently from one device (forecast's loss has no such weighting,
-    # hence its exact test above). With Adam at this rate the weights drift
-    # apart by tens of percent within six epochs while the model stays as
-    # good: the validation losses agree within 1.2%.
-    np.testing.assert_allclose(
-        history_column(out, "val_loss"),
-        history_column(single, "val_loss"),
-        rtol=0.03,
-    )
-    # The workers stayed in step: worker 1 ended with the chief's weights.
-    (worker_dir,) = (tmp_path / "scratch1").glob("kerasrnn-worker-*")
-    actual.load_weights(worker_dir / "last_good.weights.h5")
-    for a, b in zip(
-        actual.get_weights(),
-        keras.saving.load_model(out / "model.keras").get_weights(),
-    ):
-        np.testing.assert_array_equal(a, b)
 
 
 def test_multiworker_without_tf_config_is_refused(monkeypatch):
