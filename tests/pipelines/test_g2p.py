@@ -168,3 +168,9 @@ def test_every_schedule_is_one_half_at_the_midpoint(name):
 def test_no_schedule_is_teacher_forcing():
     config = G2PConfig(scheduled_sampling="none", sampling_midpoint=300)
     assert encoder_decoder.sampling_schedule(config) is None
+
+
+def test_learning_rate_is_held_two_epochs_then_halved():
+    assert [encoder_decoder.step_decay(4e-3, epoch) for epoch in range(5)] == [
+        4e-3, 4e-3, 2e-3, 1e-3, 5e-4,
+    ]
