@@ -1,6 +1,5 @@
 """`python -m benchmarks.cells --backends` runs end to end (no timing asserted)."""
 
-import importlib.util
 import re
 import subprocess
 import sys
@@ -9,10 +8,6 @@ import pytest
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(
-    importlib.util.find_spec("jax") is None,
-    reason="JAX is in the dev extra: pip install -e '.[dev]'",
-)
 def test_backend_table_has_a_row_per_cell_and_kind_with_consistent_ratios():
     result = subprocess.run(
         [sys.executable, "-m", "benchmarks.cells", "--backends", "--quick",

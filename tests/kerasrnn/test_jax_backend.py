@@ -10,7 +10,6 @@ with its NumPy reference as it does on TensorFlow; the selection is small so
 that the subprocess takes a minute or two.
 """
 
-import importlib.util
 import os
 import pathlib
 import re
@@ -50,10 +49,6 @@ SELECTED = 24
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(
-    importlib.util.find_spec("jax") is None,
-    reason="JAX is in the dev extra: pip install -e '.[dev]'",
-)
 def test_cells_conversion_and_accounting_on_the_jax_backend():
     environment = {**os.environ, "KERAS_BACKEND": "jax"}
     arguments = [
