@@ -1,6 +1,6 @@
 """Input-pipeline throughput against model-step throughput, per training task.
 
-For each task of `pipelines.tasks`, its configuration is resolved as
+For each task of `kerasrnn_pipelines.tasks`, its configuration is resolved as
 `kerasrnn-train TASK [--quick]` resolves it, and the task's own functions
 build its training `tf.data.Dataset` and its compiled model, as the task's
 `run` does. Two contenders are timed alternately in one process
@@ -26,10 +26,10 @@ import keras
 import tensorflow as tf
 
 from benchmarks.timing import interleaved_medians
-from pipelines.cli import parse_config
-from pipelines.run_directory import claim_run_directory
-from pipelines.tasks import load_task
-from pipelines.training import RunContext, make_strategy
+from kerasrnn_pipelines.cli import parse_config
+from kerasrnn_pipelines.run_directory import claim_run_directory
+from kerasrnn_pipelines.tasks import load_task
+from kerasrnn_pipelines.training import RunContext, make_strategy
 
 
 def forecast_training(task, config, context):
@@ -77,7 +77,7 @@ def tag_training(task, config, context):
 def g2p_training(task, config, context):
     """Length-bucketed teacher-forcing pairs; the seq2seq model, as `g2p.run` compiles it."""
     from kerasrnn import seq2seq
-    from pipelines import encoder_decoder
+    from kerasrnn_pipelines import encoder_decoder
 
     splits = task.load_words(config)
     letters, phonemes = task.make_vocabularies(splits["train"])

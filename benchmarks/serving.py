@@ -25,7 +25,7 @@ MEASURE = textwrap.dedent(
 
     class RefuseProjectImports:
         def find_spec(self, name, path=None, target=None):
-            if name.split(".")[0] in ("kerasrnn", "pipelines"):
+            if name.split(".")[0] in ("kerasrnn", "kerasrnn_pipelines"):
                 raise ImportError("the served model must not need " + name)
             return None
 
@@ -69,9 +69,9 @@ def untrained_default(directory, quick):
     """The default `kerasrnn-train g2p` model (the `--quick` one with
     `quick`), exported untrained as the run would export it."""
     from kerasrnn import seq2seq
-    from pipelines import encoder_decoder
-    from pipelines.tasks import g2p
-    from pipelines.tasks.options.g2p import G2PConfig
+    from kerasrnn_pipelines import encoder_decoder
+    from kerasrnn_pipelines.tasks import g2p
+    from kerasrnn_pipelines.tasks.options.g2p import G2PConfig
 
     config = G2PConfig(**(G2PConfig.QUICK if quick else {}))
     splits = g2p.load_words(config)
@@ -89,7 +89,7 @@ def untrained_default(directory, quick):
 
 
 def test_words():
-    from pipelines.data import cmudict
+    from kerasrnn_pipelines.data import cmudict
 
     return [word for word, _ in cmudict.load_split("test")]
 

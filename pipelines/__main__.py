@@ -1,7 +1,7 @@
-"""`python -m pipelines TASK [options]`, the same as `kerasrnn-train`."""
+"""`python -m kerasrnn_pipelines TASK [options]`, the same as `kerasrnn-train`."""
 
 import sys
 
-from pipelines.cli import main
+from kerasrnn_pipelines.cli import main
 
 sys.exit(main())

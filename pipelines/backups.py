@@ -7,9 +7,9 @@ import pathlib
 import re
 import shutil
 
-from pipelines import durable
-from pipelines.faults import BackupOfAnotherRun, BackupUnusable
-from pipelines.run_directory import differences
+from kerasrnn_pipelines import durable
+from kerasrnn_pipelines.faults import BackupOfAnotherRun, BackupUnusable
+from kerasrnn_pipelines.run_directory import differences
 
 
 def file_sha256(path):

@@ -6,9 +6,9 @@ import pathlib
 
 import keras
 
-from pipelines import durable
-from pipelines import run_directory as layout
-from pipelines.faults import TrainingDiverged
+from kerasrnn_pipelines import durable
+from kerasrnn_pipelines import run_directory as layout
+from kerasrnn_pipelines.faults import TrainingDiverged
 
 
 def save_weights_atomically(model, path):
@@ -63,7 +63,7 @@ class StopOnNonFiniteLoss(keras.callbacks.Callback):
 
 
 class BackupEachEpoch(keras.callbacks.Callback):
-    """Writes a `pipelines.backups.TrainingBackup` generation at the end of
+    """Writes a `kerasrnn_pipelines.backups.TrainingBackup` generation at the end of
     every epoch."""
 
     def __init__(self, backup):

@@ -1,9 +1,9 @@
 """The command line: `kerasrnn-train TASK [options]`.
 
 Every option a user types passes through here once: the task's
-configuration class (`pipelines.tasks.CONFIGS`) defines and checks it, the
+configuration class (`kerasrnn_pipelines.tasks.CONFIGS`) defines and checks it, the
 run directory is claimed, and only then are TensorFlow and the task's
-module loaded and the configuration handed to `pipelines.training.run_task`.
+module loaded and the configuration handed to `kerasrnn_pipelines.training.run_task`.
 Whatever can be found wrong before training is one line on stderr and exit
 status 2.
 """
@@ -12,7 +12,7 @@ import argparse
 import dataclasses
 import sys
 
-from pipelines.options import (
+from kerasrnn_pipelines.options import (
     ConfigError,
     RunConfig,
     flag,
@@ -21,8 +21,8 @@ from pipelines.options import (
     present,
     switch,
 )
-from pipelines.run_directory import RunDirectoryError, claim_run_directory
-from pipelines.tasks import CONFIGS, TASKS, load_config_class, load_task
+from kerasrnn_pipelines.run_directory import RunDirectoryError, claim_run_directory
+from kerasrnn_pipelines.tasks import CONFIGS, TASKS, load_config_class, load_task
 
 PROGRAM = "kerasrnn-train"
 
@@ -144,7 +144,7 @@ def parse_config(argv):
 
     Returns:
         The task's configuration (a frozen dataclass, see
-        `pipelines.options.RunConfig`).
+        `kerasrnn_pipelines.options.RunConfig`).
 
     Raises:
         SystemExit: `--help` (status 0), or anything refused (status 2,
@@ -217,7 +217,7 @@ def main(argv=None):
         return 2
     # Only now, with every check passed, are TensorFlow and the task loaded.
     task_module = load_task(config.task)
-    from pipelines.training import RunFailed, run_task
+    from kerasrnn_pipelines.training import RunFailed, run_task
 
     try:
         run_task(task_module, config, run_directory)

@@ -49,7 +49,7 @@ def make_strategy(name):
             raise ValueError(
                 "Argument `strategy` is 'multiworker', which reads the cluster "
                 "from the TF_CONFIG environment variable, and TF_CONFIG is "
-                "not set. See `pipelines.distributed` for an example."
+                "not set. See `kerasrnn_pipelines.distributed` for an example."
             )
         return tf.distribute.MultiWorkerMirroredStrategy()
     raise ValueError(

@@ -1,6 +1,6 @@
 """The encoder-decoder the seq2seq options describe, trained and decoded.
 
-`pipelines.tasks.options.seq2seq` defines the options g2p and translate
+`kerasrnn_pipelines.tasks.options.seq2seq` defines the options g2p and translate
 share; here they become a `kerasrnn.seq2seq.Seq2Seq`, its scheduled
 sampling, its training (the learning rate held for two epochs, then halved
 every epoch) and its beam search.
@@ -11,7 +11,7 @@ import math
 import keras
 
 from kerasrnn import seq2seq
-from pipelines.recurrent import make_cell
+from kerasrnn_pipelines.recurrent import make_cell
 
 
 def sampling_schedule(config):
@@ -64,7 +64,7 @@ def train(config, context, source_vocabulary, target_vocabulary, batches, valida
 
     Args:
         config: A checked `Seq2SeqConfig`.
-        context: The run's `pipelines.training.RunContext`.
+        context: The run's `kerasrnn_pipelines.training.RunContext`.
         source_vocabulary, target_vocabulary: `kerasrnn.seq2seq.Vocabulary`.
         batches, validation: Datasets of `teacher_forcing_pair` batches.
     """

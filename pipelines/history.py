@@ -4,7 +4,7 @@ learning curves drawn from it."""
 import csv
 import pathlib
 
-from pipelines import durable
+from kerasrnn_pipelines import durable
 
 
 def keep_history_before(path, epoch):

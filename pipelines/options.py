@@ -1,10 +1,10 @@
 """What `kerasrnn-train` accepts: option types and the options every task shares.
 
-A leaf module: it imports nothing of `pipelines.tasks`, of the command line
+A leaf module: it imports nothing of `kerasrnn_pipelines.tasks`, of the command line
 or of TensorFlow, so that every value is checked before TensorFlow loads.
 
 A task's configuration is a frozen dataclass derived from `RunConfig`
-(`pipelines.tasks.options.<task>`). Each field is one option, defined once
+(`kerasrnn_pipelines.tasks.options.<task>`). Each field is one option, defined once
 with `option(default, type, help)`: the command line reads `--field-name`
 with that type, `--help` shows the help and the default, and the
 dataclass checks the value whenever a configuration is made, typed or
@@ -33,7 +33,7 @@ CELLS = {
     "leaky": "LeakyCell",
 }
 
-#: Distribution strategies `--strategy` accepts (see `pipelines.training`).
+#: Distribution strategies `--strategy` accepts (see `kerasrnn_pipelines.distributed`).
 STRATEGIES = ("default", "mirrored", "multiworker")
 
 #: `--seed` seeds NumPy, whose seeds are unsigned 32-bit integers.
@@ -353,7 +353,8 @@ def check_tf_config(value):
         raise ConfigError(
             "argument --strategy: 'multiworker' reads its cluster from the "
             "TF_CONFIG environment variable, which is not set; set TF_CONFIG "
-            "(see pipelines/training.py) or choose default or mirrored"
+            "(python -m pydoc kerasrnn_pipelines.distributed shows an example) "
+            "or choose default or mirrored"
         )
     try:
         cluster = json.loads(value)
@@ -368,7 +369,7 @@ def check_tf_config(value):
 
 @dataclasses.dataclass(frozen=True)
 class RecurrentStackConfig(RunConfig):
-    """The options of tasks built on `pipelines.recurrent`'s layer stack."""
+    """The options of tasks built on `kerasrnn_pipelines.recurrent`'s layer stack."""
 
     dropout: float = option(
         0.0,

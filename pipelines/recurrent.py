@@ -10,7 +10,7 @@ dropout after each layer.
 import keras
 
 import kerasrnn
-from pipelines.options import CELLS
+from kerasrnn_pipelines.options import CELLS
 
 
 def make_cell(config, units):

@@ -28,7 +28,7 @@ import os
 import pathlib
 import tempfile
 
-from pipelines import durable
+from kerasrnn_pipelines import durable
 
 __all__ = ["RunDirectory", "RunDirectoryError", "claim_run_directory"]
 

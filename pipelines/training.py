@@ -3,7 +3,7 @@
 A task builds its data and model and calls, through the `RunContext` it
 receives, `compile`, `fit` and `save`; `run_task` wraps the task with the
 seed, the strategy, the clock and `metrics.json`. Everything a run writes
-lands in its run directory, `--out` (see `pipelines.run_directory` for the
+lands in its run directory, `--out` (see `kerasrnn_pipelines.run_directory` for the
 lock and the rules of reuse):
 
     metrics.json        final metrics, resolved arguments, data source, wall
@@ -18,7 +18,7 @@ lock and the rules of reuse):
     history_raw.csv     the epoch log as `keras.callbacks.CSVLogger` appends it
     backup/             the training state while a run is unfinished: the two
                         newest generations `epoch-NNNNNN/` (see
-                        `pipelines.backups`); rerunning the same command
+                        `kerasrnn_pipelines.backups`); rerunning the same command
                         resumes from the newest one that is intact
     last_good.weights.h5  the weights after the last epoch whose loss was finite
 
@@ -45,12 +45,12 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from pipelines import history as epoch_log
-from pipelines import run_directory as layout
-from pipelines.backups import TrainingBackup
-from pipelines.callbacks import save_weights_atomically, training_callbacks
-from pipelines.distributed import fit_multiworker, is_multiworker, make_strategy
-from pipelines.faults import RunFailed
+from kerasrnn_pipelines import history as epoch_log
+from kerasrnn_pipelines import run_directory as layout
+from kerasrnn_pipelines.backups import TrainingBackup
+from kerasrnn_pipelines.callbacks import save_weights_atomically, training_callbacks
+from kerasrnn_pipelines.distributed import fit_multiworker, is_multiworker, make_strategy
+from kerasrnn_pipelines.faults import RunFailed
 
 __all__ = ["RunContext", "RunFailed", "run_task"]
 
@@ -66,7 +66,7 @@ class RunContext:
     Args:
         config: The task's resolved configuration.
         strategy: The `tf.distribute.Strategy` models are built under.
-        run_directory: The claimed `pipelines.run_directory.RunDirectory`.
+        run_directory: The claimed `kerasrnn_pipelines.run_directory.RunDirectory`.
 
     Attributes:
         is_chief: Whether this process writes the run's outputs (not so on
@@ -236,9 +236,9 @@ def run_task(task_module, config, run_directory):
     The claim is released when the run ends.
 
     Args:
-        task_module: A module following the `pipelines.tasks` contract.
+        task_module: A module following the `kerasrnn_pipelines.tasks` contract.
         config: Its resolved configuration.
-        run_directory: From `pipelines.run_directory.claim_run_directory`.
+        run_directory: From `kerasrnn_pipelines.run_directory.claim_run_directory`.
 
     Returns:
         The dict written to `metrics.json`: the task's metrics, plus

@@ -13,7 +13,7 @@ this one.
 import numpy as np
 import tensorflow as tf
 
-from pipelines.faults import MalformedRecord
+from kerasrnn_pipelines.faults import MalformedRecord
 
 AUTOTUNE = tf.data.AUTOTUNE
 

@@ -8,7 +8,7 @@ that cannot happen; it turns that error into `DatasetNotOnDisk`, naming the
 dataset and the command that fetches it.
 """
 
-from pipelines.faults import DatasetNotOnDisk
+from kerasrnn_pipelines.faults import DatasetNotOnDisk
 
 
 def load_tfds(name, splits, data_dir=None):

@@ -9,7 +9,7 @@ as `<unk>`. Sentences longer than `max_length` words are cut. Batches are
 grouped by target length and shaped by `kerasrnn.seq2seq.teacher_forcing_pair`,
 ready for `Seq2Seq.fit`.
 
-Offline, `pipelines.data.tfds.load_tfds` fails at once with
+Offline, `kerasrnn_pipelines.data.tfds.load_tfds` fails at once with
 `DatasetNotOnDisk`, saying how to fetch the data.
 """
 
@@ -19,7 +19,7 @@ import dataclasses
 import tensorflow as tf
 
 from kerasrnn import seq2seq
-from pipelines.data.tfds import load_tfds
+from kerasrnn_pipelines.data.tfds import load_tfds
 
 
 @dataclasses.dataclass(frozen=True)

@@ -1,12 +1,12 @@
 """The task registry and the contract every task follows.
 
 `kerasrnn-train TASK` looks TASK up here. Its configuration class
-(`pipelines.tasks.options.<task>`, no TensorFlow) is imported to parse and
+(`kerasrnn_pipelines.tasks.options.<task>`, no TensorFlow) is imported to parse and
 check the command line; its module (TensorFlow) only once the run starts.
 A task whose module is missing or broken never stops the others.
 
 A task's configuration is a frozen dataclass derived from
-`pipelines.options.RunConfig`: the options, their types, defaults, help,
+`kerasrnn_pipelines.options.RunConfig`: the options, their types, defaults, help,
 `QUICK` and `PRESETS`, `DESCRIPTION` and `DATA_SOURCES` (see there).
 
 A task module provides:
@@ -19,7 +19,7 @@ A task module provides:
 - `run(config, context) -> dict`: builds data and model, trains, evaluates
   and returns the final metrics (JSON-serialisable, names as the task
   documents them, e.g. `test_rmse`). `config` is the task's configuration;
-  `context` a `pipelines.training.RunContext` (the distribution strategy,
+  `context` a `kerasrnn_pipelines.training.RunContext` (the distribution strategy,
   the output directory and the shared training steps `compile`, `fit`,
   `save`).
 
@@ -31,22 +31,22 @@ import importlib
 
 #: Task name -> its module; imported when the run starts.
 TASKS = {
-    "forecast": "pipelines.tasks.forecast",
-    "classify": "pipelines.tasks.classify",
-    "charlm": "pipelines.tasks.charlm",
-    "tag": "pipelines.tasks.tag",
-    "g2p": "pipelines.tasks.g2p",
-    "translate": "pipelines.tasks.translate",
+    "forecast": "kerasrnn_pipelines.tasks.forecast",
+    "classify": "kerasrnn_pipelines.tasks.classify",
+    "charlm": "kerasrnn_pipelines.tasks.charlm",
+    "tag": "kerasrnn_pipelines.tasks.tag",
+    "g2p": "kerasrnn_pipelines.tasks.g2p",
+    "translate": "kerasrnn_pipelines.tasks.translate",
 }
 
 #: Task name -> `module:class` of its configuration; imported to parse.
 CONFIGS = {
-    "forecast": "pipelines.tasks.options.forecast:ForecastConfig",
-    "classify": "pipelines.tasks.options.classify:ClassifyConfig",
-    "charlm": "pipelines.tasks.options.charlm:CharLMConfig",
-    "tag": "pipelines.tasks.options.tag:TagConfig",
-    "g2p": "pipelines.tasks.options.g2p:G2PConfig",
-    "translate": "pipelines.tasks.options.translate:TranslateConfig",
+    "forecast": "kerasrnn_pipelines.tasks.options.forecast:ForecastConfig",
+    "classify": "kerasrnn_pipelines.tasks.options.classify:ClassifyConfig",
+    "charlm": "kerasrnn_pipelines.tasks.options.charlm:CharLMConfig",
+    "tag": "kerasrnn_pipelines.tasks.options.tag:TagConfig",
+    "g2p": "kerasrnn_pipelines.tasks.options.g2p:G2PConfig",
+    "translate": "kerasrnn_pipelines.tasks.options.translate:TranslateConfig",
 }
 
 

@@ -31,10 +31,10 @@ import numpy as np
 import tensorflow as tf
 
 from kerasrnn.seq2seq import UNKNOWN_ID, Vocabulary
-from pipelines.data.text_corpus import load_plays
-from pipelines.data.tfds import load_tfds
-from pipelines.recurrent import recurrent_stack
-from pipelines.tasks.options.charlm import CharLMConfig
+from kerasrnn_pipelines.data.text_corpus import load_plays
+from kerasrnn_pipelines.data.tfds import load_tfds
+from kerasrnn_pipelines.recurrent import recurrent_stack
+from kerasrnn_pipelines.tasks.options.charlm import CharLMConfig
 
 HEADLINE_METRIC = ("val_bits_per_char", "unigram_bits_per_char", "lower")
 

@@ -21,15 +21,15 @@ import keras
 import numpy as np
 
 from kerasrnn.seq2seq import UNKNOWN_ID, Vocabulary
-from pipelines.data.batching import (
+from kerasrnn_pipelines.data.batching import (
     bucketed_batches,
     check_sequences,
     dense_batches,
 )
-from pipelines.data.digits import load_digit_sequences
-from pipelines.data.tfds import load_tfds
-from pipelines.recurrent import recurrent_stack
-from pipelines.tasks.options.classify import ClassifyConfig
+from kerasrnn_pipelines.data.digits import load_digit_sequences
+from kerasrnn_pipelines.data.tfds import load_tfds
+from kerasrnn_pipelines.recurrent import recurrent_stack
+from kerasrnn_pipelines.tasks.options.classify import ClassifyConfig
 
 HEADLINE_METRIC = ("test_accuracy", "baseline_test_accuracy", "higher")
 

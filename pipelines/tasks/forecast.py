@@ -15,10 +15,10 @@ last year's value) — the bar the model must beat — and `train_rmse`.
 import keras
 import numpy as np
 
-from pipelines.data.batching import dense_batches
-from pipelines.data.sunspots import load_sunspots, one_step_windows
-from pipelines.recurrent import recurrent_layer
-from pipelines.tasks.options.forecast import TEST_YEARS, TRAIN_YEARS, ForecastConfig
+from kerasrnn_pipelines.data.batching import dense_batches
+from kerasrnn_pipelines.data.sunspots import load_sunspots, one_step_windows
+from kerasrnn_pipelines.recurrent import recurrent_layer
+from kerasrnn_pipelines.tasks.options.forecast import TEST_YEARS, TRAIN_YEARS, ForecastConfig
 
 HEADLINE_METRIC = ("test_rmse", "persistence_rmse", "lower")
 

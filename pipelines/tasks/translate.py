@@ -3,13 +3,13 @@
 For users who are online (or who ran `tfds build ted_hrlr_translate`): the
 data are a `ted_hrlr_translate` configuration of TFDS (TED talk transcripts;
 Qi et al. 2018), `ted_hrlr_translate/pt_to_en` (Portuguese to English) by
-default, read by `pipelines.data.translation`: lower-cased words, the
+default, read by `kerasrnn_pipelines.data.translation`: lower-cased words, the
 `--vocabulary-size` most frequent training words per language (the rest
 read as `<unk>`), sentences cut to `--max-length` words. There is no
 embedded corpus: offline, with the data not prepared, the run fails at once
 with `DatasetNotOnDisk`, naming the dataset and the command that fetches it.
 
-Model: the g2p task's (`pipelines.encoder_decoder`): word embeddings
+Model: the g2p task's (`kerasrnn_pipelines.encoder_decoder`): word embeddings
 (`--embedding`) → `--layers` encoder layers of `--cell` with `--units`
 (`--bidirectional`) → a decoder of the same cell, given the context as
 `--context` says → softmax over target words (`eq:rnn-seq2seq`). Training
@@ -32,7 +32,7 @@ only by a predicted `<unk>`):
 No BLEU: it needs a tokenizer and smoothing choices the pipeline does not
 make for the user.
 
-Outputs are the shared ones (`pipelines.training`), except that
+Outputs are the shared ones (`kerasrnn_pipelines.training`), except that
 `saved_model/` is the string-in, string-out export of
 `kerasrnn.seq2seq.export_serving` with `split="whitespace"`: its
 `serving_default` maps a sentence to its translation (words joined by
@@ -42,9 +42,9 @@ vocabulary (see `kerasrnn.seq2seq.serving` for every odd input).
 """
 
 from kerasrnn import seq2seq
-from pipelines import edit_distance, encoder_decoder
-from pipelines.data.translation import TranslationConfig, load_translation
-from pipelines.tasks.options.translate import CORPORA, TranslateConfig
+from kerasrnn_pipelines import edit_distance, encoder_decoder
+from kerasrnn_pipelines.data.translation import TranslationConfig, load_translation
+from kerasrnn_pipelines.tasks.options.translate import CORPORA, TranslateConfig
 
 HEADLINE_METRIC = ("test_token_error_rate", "baseline_token_error_rate", "lower")
 
@@ -61,7 +61,7 @@ def predict(model, batches, source_vocabulary, target_vocabulary, config):
     Returns:
         `(predictions, references, copies)`: per sentence a list of target
         words; its reference wrapped in a one-element list (the shape
-        `pipelines.edit_distance.error_rates` takes); and the baseline, its
+        `kerasrnn_pipelines.edit_distance.error_rates` takes); and the baseline, its
         source words that the source vocabulary knows, copied (names,
         numbers and words the languages share come out right).
     """

@@ -21,7 +21,7 @@ SERVE_WITHOUT_KERASRNN = textwrap.dedent(
 
     class Blocker:
         def find_spec(self, name, path=None, target=None):
-            if name.split(".")[0] in ("kerasrnn", "pipelines"):
+            if name.split(".")[0] in ("kerasrnn", "kerasrnn_pipelines"):
                 raise ImportError(f"blocked import of {name}")
             return None
 
@@ -33,7 +33,7 @@ SERVE_WITHOUT_KERASRNN = textwrap.dedent(
     served = tf.saved_model.load(saved_model)
     result = served.serve(tf.constant(np.load(inputs)))
     np.save(outputs, result.numpy())
-    print("kerasrnn" in sys.modules, "pipelines" in sys.modules)
+    print("kerasrnn" in sys.modules, "kerasrnn_pipelines" in sys.modules)
     """
 )
 
@@ -77,7 +77,7 @@ def serve_without_kerasrnn(tmp_path):
 @pytest.fixture
 def train(tmp_path):
     """Run `kerasrnn-train` in this process; return (exit code, out dir)."""
-    from pipelines.cli import main
+    from kerasrnn_pipelines.cli import main
 
     def run(*argv, out=None):
         out = pathlib.Path(out or tmp_path / "run")

@@ -10,9 +10,9 @@ import tensorflow as tf
 import tensorflow_datasets as tfds
 
 from kerasrnn.seq2seq import Vocabulary
-from pipelines.options import ConfigError
-from pipelines.tasks import charlm
-from pipelines.tasks.options.charlm import CharLMConfig
+from kerasrnn_pipelines.options import ConfigError
+from kerasrnn_pipelines.tasks import charlm
+from kerasrnn_pipelines.tasks.options.charlm import CharLMConfig
 from tests.pipelines.conftest import read_metrics
 
 

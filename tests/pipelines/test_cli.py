@@ -1,5 +1,5 @@
 """The command line: help, one-line refusals before TensorFlow loads, precedence,
-the typed configurations and the import layering of `pipelines`."""
+the typed configurations and the import layering of `kerasrnn_pipelines`."""
 
 import ast
 import dataclasses
@@ -10,11 +10,11 @@ import sys
 
 import pytest
 
-from pipelines import cli, options
-from pipelines.options import ConfigError, RunConfig
-from pipelines.tasks import CONFIGS, TASKS, load_config_class, load_task
-from pipelines.tasks.options.forecast import ForecastConfig
-from pipelines.tasks.options.g2p import G2PConfig
+from kerasrnn_pipelines import cli, options
+from kerasrnn_pipelines.options import ConfigError, RunConfig
+from kerasrnn_pipelines.tasks import CONFIGS, TASKS, load_config_class, load_task
+from kerasrnn_pipelines.tasks.options.forecast import ForecastConfig
+from kerasrnn_pipelines.tasks.options.g2p import G2PConfig
 from tests.pipelines.conftest import REPOSITORY, subprocess_env
 
 # Every option issue 4 names for the command line.
@@ -37,13 +37,13 @@ ISSUE_OPTIONS = (
 
 
 def run_command(*argv, env=None):
-    """`python -X importtime -m pipelines ARGV`: (status, stderr lines, modules).
+    """`python -X importtime -m kerasrnn_pipelines ARGV`: (status, stderr lines, modules).
 
     The import-time report (on stderr) names every module the command
     imported; the other stderr lines are what the command printed.
     """
     completed = subprocess.run(
-        [sys.executable, "-X", "importtime", "-m", "pipelines", *argv],
+        [sys.executable, "-X", "importtime", "-m", "kerasrnn_pipelines", *argv],
         capture_output=True,
         text=True,
         cwd=REPOSITORY,
@@ -62,7 +62,7 @@ def run_command(*argv, env=None):
 
 def test_python_dash_m_help_documents_every_option():
     completed = subprocess.run(
-        [sys.executable, "-m", "pipelines", "--help"],
+        [sys.executable, "-m", "kerasrnn_pipelines", "--help"],
         capture_output=True,
         text=True,
         cwd=REPOSITORY,
@@ -281,7 +281,7 @@ def test_cell_names_and_contexts_are_those_of_kerasrnn():
 
     import kerasrnn
     from kerasrnn import seq2seq
-    from pipelines.tasks.options import seq2seq as seq2seq_options
+    from kerasrnn_pipelines.tasks.options import seq2seq as seq2seq_options
 
     for class_name in options.CELLS.values():
         assert issubclass(getattr(kerasrnn, class_name), keras.layers.Layer)
@@ -292,7 +292,7 @@ def test_cell_names_and_contexts_are_those_of_kerasrnn():
 def test_the_two_dropouts_reach_their_layers():
     import keras
 
-    from pipelines.recurrent import recurrent_stack
+    from kerasrnn_pipelines.recurrent import recurrent_stack
 
     config = ForecastConfig(cell="gru", units=4, layers=2, dropout=0.25, cell_dropout=0.1)
     inputs = keras.Input((None, 3))
@@ -316,13 +316,13 @@ def test_task_modules_follow_the_contract(name):
 
 
 def test_a_registered_task_without_its_options_module_is_reported(monkeypatch, capsys):
-    monkeypatch.setitem(TASKS, "ghost", "pipelines.tasks.ghost")
-    monkeypatch.setitem(CONFIGS, "ghost", "pipelines.tasks.options.ghost:GhostConfig")
+    monkeypatch.setitem(TASKS, "ghost", "kerasrnn_pipelines.tasks.ghost")
+    monkeypatch.setitem(CONFIGS, "ghost", "kerasrnn_pipelines.tasks.options.ghost:GhostConfig")
     with pytest.raises(SystemExit):
         cli.parse_config(["ghost"])
     assert (
         "task 'ghost' is registered but its options module "
-        "pipelines.tasks.options.ghost is not in this installation"
+        "kerasrnn_pipelines.tasks.options.ghost is not in this installation"
         in capsys.readouterr().err
     )
 
@@ -348,16 +348,19 @@ def test_imports_run_one_way_cli_tasks_options():
     package = REPOSITORY / "pipelines"
     task_modules = set(TASKS.values())
     for path in (package / "tasks").rglob("*.py"):
-        module = ".".join(path.relative_to(REPOSITORY).with_suffix("").parts)
+        module = ".".join(
+            ("kerasrnn_pipelines", *path.relative_to(package).with_suffix("").parts)
+        )
         for name in imported_modules(path):
-            assert not name.startswith("pipelines.cli"), (module, name)
+            assert not name.startswith("kerasrnn_pipelines.cli"), (module, name)
             assert name == module or name not in task_modules, (module, name)
     assert not {
         name for name in imported_modules(package / "options.py")
-        if name.startswith(("pipelines", "tensorflow", "keras", "kerasrnn"))
+        if name.split(".")[0]
+        in ("kerasrnn_pipelines", "tensorflow", "keras", "kerasrnn")
     }
     for path in (package / "tasks" / "options").glob("*.py"):
         assert not {
             name for name in imported_modules(path)
-            if name.startswith(("tensorflow", "keras", "kerasrnn", "numpy"))
+            if name.split(".")[0] in ("tensorflow", "keras", "kerasrnn", "numpy")
         }, path

@@ -3,13 +3,13 @@
 import numpy as np
 import pytest
 
-from pipelines.data.batching import (
+from kerasrnn_pipelines.data.batching import (
     bucketed_batches,
     check_aligned,
     check_sequences,
     dense_batches,
 )
-from pipelines.faults import MalformedRecord
+from kerasrnn_pipelines.faults import MalformedRecord
 
 
 @pytest.mark.parametrize(

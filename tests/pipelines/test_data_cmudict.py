@@ -4,7 +4,7 @@ import zlib
 
 import pytest
 
-from pipelines.data import cmudict as cmudict_data
+from kerasrnn_pipelines.data import cmudict as cmudict_data
 
 
 @pytest.mark.parametrize(

@@ -16,7 +16,7 @@ import keras
 import numpy as np
 import pytest
 
-from pipelines.distributed import make_strategy
+from kerasrnn_pipelines.distributed import make_strategy
 from tests.pipelines.conftest import REPOSITORY, read_metrics, subprocess_env
 
 # 216 training windows (1705-1920) in 9 batches of 24: 12 per replica.
@@ -41,7 +41,7 @@ TWO_LOGICAL_CPUS = textwrap.dedent(
     tf.config.set_logical_device_configuration(
         cpu, [tf.config.LogicalDeviceConfiguration()] * 2
     )
-    from pipelines.cli import main
+    from kerasrnn_pipelines.cli import main
 
     sys.exit(main(sys.argv[1:]))
     """
@@ -50,7 +50,7 @@ TWO_LOGICAL_CPUS = textwrap.dedent(
 
 @pytest.fixture(scope="module")
 def single_device(tmp_path_factory):
-    from pipelines.cli import main
+    from kerasrnn_pipelines.cli import main
 
     out = tmp_path_factory.mktemp("single")
     assert main([*COMMAND, "--out", str(out)]) == 0
@@ -122,7 +122,7 @@ def run_two_workers(tmp_path, command):
                 [
                     sys.executable,
                     "-m",
-                    "pipelines",
+                    "kerasrnn_pipelines",
                     *command,
                     "--strategy",
                     "multiworker",

@@ -17,17 +17,17 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from pipelines.backups import TrainingBackup
-from pipelines.data.tfds import load_tfds
-from pipelines.faults import (
+from kerasrnn_pipelines.backups import TrainingBackup
+from kerasrnn_pipelines.data.tfds import load_tfds
+from kerasrnn_pipelines.faults import (
     BackupOfAnotherRun,
     BackupUnusable,
     DatasetNotOnDisk,
     TrainingDiverged,
 )
-from pipelines.run_directory import claim_run_directory
-from pipelines.tasks import load_task
-from pipelines.training import RunContext, baseline_verdict
+from kerasrnn_pipelines.run_directory import claim_run_directory
+from kerasrnn_pipelines.tasks import load_task
+from kerasrnn_pipelines.training import RunContext, baseline_verdict
 from tests.pipelines.conftest import REPOSITORY, read_metrics, subprocess_env
 
 
@@ -159,7 +159,7 @@ def raw_rows(path):
 def start_run(argv, out, log=None):
     """`kerasrnn-train ARGV --out OUT` as a real process, output to `log`."""
     return subprocess.Popen(
-        [sys.executable, "-m", "pipelines", *argv, "--out", str(out)],
+        [sys.executable, "-m", "kerasrnn_pipelines", *argv, "--out", str(out)],
         cwd=REPOSITORY,
         env=dict(subprocess_env(), PYTHONUNBUFFERED="1"),
         stdout=log or subprocess.DEVNULL,

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 import statsmodels.api as sm
 
-from pipelines.cli import main
-from pipelines.data.sunspots import one_step_windows
+from kerasrnn_pipelines.cli import main
+from kerasrnn_pipelines.data.sunspots import one_step_windows
 from tests.pipelines.conftest import read_metrics
 
 

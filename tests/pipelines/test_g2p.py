@@ -7,10 +7,10 @@ import textwrap
 
 import pytest
 
-from pipelines import edit_distance, encoder_decoder
-from pipelines.cli import main
-from pipelines.tasks import g2p
-from pipelines.tasks.options.g2p import G2PConfig
+from kerasrnn_pipelines import edit_distance, encoder_decoder
+from kerasrnn_pipelines.cli import main
+from kerasrnn_pipelines.tasks import g2p
+from kerasrnn_pipelines.tasks.options.g2p import G2PConfig
 
 
 @pytest.mark.parametrize(
@@ -126,7 +126,7 @@ def test_quick_run_writes_outputs_and_serves_without_kerasrnn(tmp_path):
 
         class RefuseProjectImports:
             def find_spec(self, name, path=None, target=None):
-                if name.split(".")[0] in ("kerasrnn", "pipelines"):
+                if name.split(".")[0] in ("kerasrnn", "kerasrnn_pipelines"):
                     raise ImportError(name)
                 return None
 

@@ -1,4 +1,4 @@
-"""The run directory (`pipelines.run_directory`): the lock, the fingerprint,
+"""The run directory (`kerasrnn_pipelines.run_directory`): the lock, the fingerprint,
 `--restart` and `--overwrite`, the commit of the final outputs, and real
 `kerasrnn-train` processes contending for one `--out`."""
 
@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from pipelines.run_directory import RunDirectoryError, claim_run_directory
+from kerasrnn_pipelines.run_directory import RunDirectoryError, claim_run_directory
 from tests.pipelines.conftest import REPOSITORY, read_metrics, subprocess_env
 
 FINGERPRINT = {"units": 8, "learning_rate": 0.001, "seed": 0}
@@ -92,7 +92,7 @@ def test_a_new_directory_is_created_locked_and_recorded(tmp_path):
 HOLD_THE_DIRECTORY = textwrap.dedent(
     """
     import sys, time
-    from pipelines.run_directory import claim_run_directory
+    from kerasrnn_pipelines.run_directory import claim_run_directory
 
     held = claim_run_directory(
         sys.argv[1], "forecast", {"units": 8, "learning_rate": 0.001,
@@ -313,7 +313,7 @@ def train_process(out, *options):
         [
             sys.executable,
             "-m",
-            "pipelines",
+            "kerasrnn_pipelines",
             "forecast",
             "--quick",
             *options,

@@ -9,7 +9,7 @@ import tensorflow as tf
 import tensorflow_datasets as tfds
 
 from kerasrnn.seq2seq import Vocabulary
-from pipelines.tasks import tag
+from kerasrnn_pipelines.tasks import tag
 from tests.pipelines.conftest import read_metrics
 
 

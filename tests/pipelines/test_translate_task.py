@@ -9,10 +9,10 @@ import textwrap
 import pytest
 import tensorflow_datasets as tfds
 
-from pipelines import edit_distance
-from pipelines.cli import main, parse_config
-from pipelines.tasks import load_task, translate
-from pipelines.tasks.options.translate import CORPORA, TranslateConfig
+from kerasrnn_pipelines import edit_distance
+from kerasrnn_pipelines.cli import main, parse_config
+from kerasrnn_pipelines.tasks import load_task, translate
+from kerasrnn_pipelines.tasks.options.translate import CORPORA, TranslateConfig
 
 
 def test_task_follows_the_contract_with_tfds_sources_only():
@@ -97,7 +97,7 @@ def test_quick_run_on_mock_data_writes_outputs_and_serves(tmp_path, attention):
 
         class RefuseProjectImports:
             def find_spec(self, name, path=None, target=None):
-                if name.split(".")[0] in ("kerasrnn", "pipelines"):
+                if name.split(".")[0] in ("kerasrnn", "kerasrnn_pipelines"):
                     raise ImportError(name)
                 return None
 

@@ -7,7 +7,7 @@ import tensorflow_datasets as tfds
 import keras
 import kerasrnn
 from kerasrnn import seq2seq
-from pipelines.data.translation import TranslationConfig, load_translation, most_frequent
+from kerasrnn_pipelines.data.translation import TranslationConfig, load_translation, most_frequent
 
 
 def test_vocabulary_keeps_the_most_frequent_words():

@@ -1,9 +1,9 @@
-"""The options of `kerasrnn-train charlm` (see `pipelines.tasks.charlm`)."""
+"""The options of `kerasrnn-train charlm` (see `kerasrnn_pipelines.tasks.charlm`)."""
 
 import dataclasses
 from typing import ClassVar
 
-from pipelines.options import (
+from kerasrnn_pipelines.options import (
     ConfigError,
     RecurrentStackConfig,
     non_negative_int,

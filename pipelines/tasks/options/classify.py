@@ -1,9 +1,9 @@
-"""The options of `kerasrnn-train classify` (see `pipelines.tasks.classify`)."""
+"""The options of `kerasrnn-train classify` (see `kerasrnn_pipelines.tasks.classify`)."""
 
 import dataclasses
 from typing import ClassVar
 
-from pipelines.options import RecurrentStackConfig, option, positive_int
+from kerasrnn_pipelines.options import RecurrentStackConfig, option, positive_int
 
 
 @dataclasses.dataclass(frozen=True)

@@ -1,9 +1,9 @@
-"""The options of `kerasrnn-train forecast` (see `pipelines.tasks.forecast`)."""
+"""The options of `kerasrnn-train forecast` (see `kerasrnn_pipelines.tasks.forecast`)."""
 
 import dataclasses
 from typing import ClassVar
 
-from pipelines.options import ConfigError, RecurrentStackConfig, option, positive_int
+from kerasrnn_pipelines.options import ConfigError, RecurrentStackConfig, option, positive_int
 
 #: The classic protocol's years: train on the first, test on the second.
 TRAIN_YEARS = (1700, 1920)

@@ -1,10 +1,10 @@
-"""The options of `kerasrnn-train g2p` (see `pipelines.tasks.g2p`)."""
+"""The options of `kerasrnn-train g2p` (see `kerasrnn_pipelines.tasks.g2p`)."""
 
 import dataclasses
 from typing import ClassVar
 
-from pipelines.options import non_negative_int, option
-from pipelines.tasks.options.seq2seq import Seq2SeqConfig
+from kerasrnn_pipelines.options import non_negative_int, option
+from kerasrnn_pipelines.tasks.options.seq2seq import Seq2SeqConfig
 
 
 @dataclasses.dataclass(frozen=True)

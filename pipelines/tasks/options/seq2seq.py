@@ -1,12 +1,12 @@
 """The options g2p and translate share: the encoder-decoder and its decoding.
 
-`pipelines.encoder_decoder` builds and trains the model these options
+`kerasrnn_pipelines.encoder_decoder` builds and trains the model these options
 describe. An option both seq2seq tasks take is one field here.
 """
 
 import dataclasses
 
-from pipelines.options import (
+from kerasrnn_pipelines.options import (
     RunConfig,
     dropout_rate,
     non_negative_float,

@@ -1,9 +1,9 @@
-"""The options of `kerasrnn-train tag` (see `pipelines.tasks.tag`)."""
+"""The options of `kerasrnn-train tag` (see `kerasrnn_pipelines.tasks.tag`)."""
 
 import dataclasses
 from typing import ClassVar
 
-from pipelines.options import (
+from kerasrnn_pipelines.options import (
     RecurrentStackConfig,
     non_negative_int,
     option,

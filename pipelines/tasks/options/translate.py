@@ -1,10 +1,10 @@
-"""The options of `kerasrnn-train translate` (see `pipelines.tasks.translate`)."""
+"""The options of `kerasrnn-train translate` (see `kerasrnn_pipelines.tasks.translate`)."""
 
 import dataclasses
 from typing import ClassVar
 
-from pipelines.options import option, positive_int
-from pipelines.tasks.options.seq2seq import Seq2SeqConfig
+from kerasrnn_pipelines.options import option, positive_int
+from kerasrnn_pipelines.tasks.options.seq2seq import Seq2SeqConfig
 
 #: The (source, target) feature keys of every `ted_hrlr_translate`
 #: configuration, as TFDS 4.9 lists them; the configuration's name drops

@@ -178,7 +178,7 @@ SERVE_SCRIPT = textwrap.dedent(
 
     class RefuseKerasrnn(importlib.abc.MetaPathFinder):
         def find_spec(self, name, path, target=None):
-            if name.split(".")[0] in ("kerasrnn", "pipelines"):
+            if name.split(".")[0] in ("kerasrnn", "kerasrnn_pipelines"):
                 raise ImportError(f"{name} must not be imported to serve")
             return None
 

@@ -29,7 +29,7 @@ def serve_in_clean_process(path, words):
 
         class RefuseProjectImports:
             def find_spec(self, name, path=None, target=None):
-                if name.split(".")[0] in ("kerasrnn", "pipelines"):
+                if name.split(".")[0] in ("kerasrnn", "kerasrnn_pipelines"):
                     raise ImportError("the served model must not need " + name)
                 return None
 
