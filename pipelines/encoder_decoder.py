@@ -38,7 +38,8 @@ def sampling_schedule(config):
 def build_model(config, source_vocabulary, target_vocabulary):
     """`Seq2Seq` over two vocabularies: `--cell` with `--units` and
     `--cell-dropout`, `--layers` encoder layers (`--bidirectional`),
-    `--embedding`, `--context`, `--attention` and `--scheduled-sampling`."""
+    `--embedding`, `--context`, `--attention` (`--input-feeding`) and
+    `--scheduled-sampling`."""
     return seq2seq.Seq2Seq(
         source_vocabulary.size,
         target_vocabulary.size,
@@ -48,6 +49,7 @@ def build_model(config, source_vocabulary, target_vocabulary):
         bidirectional=config.bidirectional,
         context=config.context,
         attention=None if config.attention == "none" else config.attention,
+        input_feeding=config.input_feeding if config.attention == "luong" else None,
         sampling_schedule=sampling_schedule(config),
         seed=config.seed,
     )

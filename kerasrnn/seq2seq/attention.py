@@ -37,11 +37,11 @@ def masked_softmax(scores, mask):
     """α = softmax over the positions where `mask` is True; 0 elsewhere.
 
     Args:
-        scores: `(batch, S)` scores e_j, any float dtype.
-        mask: `(batch, S)` bool, True at real positions.
+        scores: `(..., S)` scores e_j, any float dtype.
+        mask: bool, broadcastable to `scores`, True at real positions.
 
     Returns:
-        `(batch, S)` float32 weights: each row sums to 1 over its real
+        Float32 weights shaped like `scores`: each row sums to 1 over its real
         positions and is exactly 0 on the others (all 0 if it has none).
     """
     scores = ops.cast(scores, "float32")
@@ -186,13 +186,33 @@ class LuongAttention(keras.layers.Layer):
         return self.memory_projection(memory)
 
     def call(self, query, keys, memory, mask):
-        """One step of attention; see `BahdanauAttention.call`."""
-        scores = ops.einsum("bn,bsn->bs", query, keys)
-        weights = masked_softmax(scores, mask)
-        return weighted_sum(weights, memory), weights
+        """Attention for one step, or for T steps at once.
+
+        The score reads only s_t, so without input feeding a teacher-forced
+        decoder can run its cell over all T steps first and attend for all
+        of them in one batched product.
+
+        Args:
+            query: `(batch, n)` s_t, or `(batch, T, n)` s_1 … s_T.
+            keys: `(batch, S, n)` from `keys(memory)`.
+            memory: `(batch, S, m)` H.
+            mask: `(batch, S)` bool M.
+
+        Returns:
+            `(context, weights)`: a `(batch, m)` and α `(batch, S)` float32
+            for one step; `(batch, T, m)` and `(batch, T, S)` for T steps.
+        """
+        if len(query.shape) == 2:
+            scores = ops.einsum("bn,bsn->bs", query, keys)
+            weights = masked_softmax(scores, mask)
+            return weighted_sum(weights, memory), weights
+        scores = ops.einsum("btn,bsn->bts", query, keys)
+        weights = masked_softmax(scores, ops.expand_dims(mask, 1))
+        context = ops.einsum("bts,bsm->btm", ops.cast(weights, memory.dtype), memory)
+        return context, weights
 
     def attentional(self, query, context):
-        """ã = tanh(W_c [s; a]): `(batch, n)`, `(batch, m)` -> `(batch, n)`."""
+        """ã = tanh(W_c [s; a]): `(..., n)`, `(..., m)` -> `(..., n)`."""
         return self.attentional_projection(ops.concatenate([query, context], axis=-1))
 
     def closed_form_params(self):

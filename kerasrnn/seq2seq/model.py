@@ -548,9 +548,24 @@ class Seq2Seq(keras.Model):
             return self.scheduled_sampling(
                 decoder_input, states, context, self.current_epsilon(), training
             )
-        if self.attention is not None:
-            logits, _ = self.unroll(decoder_input, states, context, training=training)
-            return logits
+        logits, _ = self.teacher_forced(decoder_input, states, context, training)
+        return logits
+
+    def teacher_forced(self, decoder_input, states, context, training=False):
+        """The decoder fed y_{t-1} at every step: `(logits, alignments)`.
+
+        When no step's input depends on an earlier step's attention (no
+        attention, or Luong without input feeding) the cell runs over all T
+        steps in `keras.layers.RNN` and attends for all of them at once;
+        otherwise `unroll` steps `decode_step`. Both compute the same
+        equations.
+
+        Returns:
+            `(batch, T, V)` logits and, for attention models, α
+            `(batch, T, S)` float32 (else None).
+        """
+        if self.attention_kind == "bahdanau" or self.feeds_attentional_vector:
+            return self.unroll(decoder_input, states, context, training=training)
         x = self.target_embedding(decoder_input)
         if self.uses_every_step:
             steps = ops.shape(decoder_input)[1]
@@ -559,7 +574,13 @@ class Seq2Seq(keras.Model):
                 axis=-1,
             )
         outputs = self.decoder(x, initial_state=states, training=training)
-        return self.output_projection(outputs)
+        alignments = None
+        if self.attention is not None:
+            attended, alignments = self.attention(
+                outputs, context["keys"], context["memory"], context["mask"]
+            )
+            outputs = self.attention.attentional(outputs, attended)
+        return self.output_projection(outputs), alignments
 
     @staticmethod
     def split_inputs(inputs):
@@ -663,7 +684,7 @@ class Seq2Seq(keras.Model):
                 f"{tuple(source_ids.shape)} and {tuple(decoder_input.shape)}"
             )
         states, context = self.encode(source_ids)
-        _, alignments = self.unroll(decoder_input, states, context)
+        _, alignments = self.teacher_forced(decoder_input, states, context)
         return alignments
 
     # ----------------------------------------------------- scheduled sampling

@@ -7,6 +7,7 @@ import textwrap
 
 import pytest
 
+from kerasrnn import seq2seq
 from kerasrnn_pipelines import edit_distance, encoder_decoder
 from kerasrnn_pipelines.cli import main
 from kerasrnn_pipelines.tasks import g2p
@@ -174,3 +175,15 @@ def test_learning_rate_is_held_two_epochs_then_halved():
     assert [encoder_decoder.step_decay(4e-3, epoch) for epoch in range(5)] == [
         4e-3, 4e-3, 2e-3, 1e-3, 5e-4,
     ]
+
+
+@pytest.mark.parametrize(
+    "attention, input_feeding, expected",
+    [("luong", True, True), ("luong", False, False), ("bahdanau", True, None),
+     ("none", False, None)],
+)
+def test_input_feeding_reaches_luong_models_only(attention, input_feeding, expected):
+    config = G2PConfig(units=4, embedding=3, attention=attention, input_feeding=input_feeding)
+    vocabulary = seq2seq.Vocabulary(list("abc"))
+    model = encoder_decoder.build_model(config, vocabulary, vocabulary)
+    assert model.input_feeding is expected

@@ -13,6 +13,7 @@ from kerasrnn_pipelines.options import (
     one_of,
     option,
     positive_int,
+    switch,
 )
 
 #: `kerasrnn.seq2seq.CONTEXTS`, written out because importing kerasrnn loads
@@ -49,6 +50,13 @@ class Seq2SeqConfig(RunConfig):
         "attention over the encoder outputs: bahdanau (additive, scored "
         "with the previous decoder state), luong (general, scored with the "
         "current output, with input feeding) or none (the fixed context only)",
+    )
+    input_feeding: bool = option(
+        True,
+        switch,
+        "with --attention luong, feed the previous attentional vector into "
+        "the decoder's next input (--no-input-feeding lets teacher forcing "
+        "run the decoder over all steps at once, about a third faster)",
     )
     scheduled_sampling: str = option(
         "none",
