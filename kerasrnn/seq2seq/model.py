@@ -134,6 +134,11 @@ class SequenceCrossEntropy(keras.losses.Loss):
 
     Padding positions (`y_true == 0`) contribute nothing and are not counted.
 
+    Under a `tf.distribute` strategy the mean is over the real tokens of the
+    whole global batch, however its examples and padding fall across the
+    replicas, so data-parallel training follows the same gradient as one
+    device.
+
     Call arguments:
         y_true: `(batch, T)` int target ids.
         y_pred: `(batch, T, V)` logits.
@@ -148,10 +153,16 @@ class SequenceCrossEntropy(keras.losses.Loss):
             y_true, y_pred, from_logits=True
         )
         mask = ops.cast(ops.not_equal(y_true, PAD_ID), token_loss.dtype)
-        # The default reduction averages over all batch·T positions; this
-        # scale turns that average into one over the real tokens only.
-        scale = ops.cast(ops.size(mask), mask.dtype) / ops.maximum(
-            ops.sum(mask), 1.0
+        tokens, replicas = ops.sum(mask), 1
+        replica = tf.distribute.get_replica_context()
+        if replica is not None and replica.num_replicas_in_sync > 1:
+            replicas = replica.num_replicas_in_sync
+            tokens = replica.all_reduce(tf.distribute.ReduceOp.SUM, tokens)
+        # Keras averages this over the replica's batch·T positions and
+        # divides by the number of replicas (the gradients are then summed);
+        # this scale turns the result into Σ loss / (real tokens, all replicas).
+        scale = ops.cast(ops.size(mask) * replicas, mask.dtype) / ops.maximum(
+            tokens, 1.0
         )
         return token_loss * mask * scale
 

@@ -101,7 +101,7 @@ def load_translation(config=TranslationConfig()):
                 tf.ragged.constant([target_vocabulary.encode(t) for t in targets], tf.int32),
             )
         ).cache()
-        if split == "train":
+        if split == "train" and config.shuffle:
             dataset = dataset.shuffle(len(sources), seed=config.seed, reshuffle_each_iteration=True)
         # Slices of a ragged tensor arrive as rank-1 RaggedTensors, which
         # padded batching refuses; a map hands them on as plain tensors.

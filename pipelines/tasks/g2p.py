@@ -218,7 +218,7 @@ def run(config, context):
     splits = load_words(config)
     letters, phonemes = make_vocabularies(splits["train"])
     train = pair_dataset(
-        splits["train"], letters, phonemes, config.batch_size, True, config.seed
+        splits["train"], letters, phonemes, config.batch_size, config.shuffle, config.seed
     )
     validation = pair_dataset(
         splits["validation"], letters, phonemes, config.batch_size, False, config.seed

@@ -3,7 +3,9 @@
 With the data order fixed (`--no-shuffle`), no dropout, and batches that
 split evenly across the replicas, data-parallel training computes the same
 mean gradient as one device, so both strategies must end with the weights
-of a single-device run of the same command (the reference).
+of a single-device run of the same command (the reference). g2p's loss is a
+mean over the real target tokens of the global batch, so its replicas may
+hold different numbers of tokens and still follow one device.
 """
 
 import json
@@ -57,6 +59,20 @@ def single_device(tmp_path_factory):
     return keras.saving.load_model(out / "model.keras").get_weights()
 
 
+def run_python(*arguments, timeout=600):
+    """Run the interpreter on `arguments` in the repository; return its stdout."""
+    completed = subprocess.run(
+        [sys.executable, *arguments],
+        capture_output=True,
+        text=True,
+        cwd=REPOSITORY,
+        env=subprocess_env(),
+        timeout=timeout,
+    )
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    return completed.stdout
+
+
 def assert_same_weights(actual, expected):
     assert len(actual) == len(expected)
     for a, e in zip(actual, expected):
@@ -68,24 +84,9 @@ def test_mirrored_over_two_logical_cpus_matches_one_device(
     tmp_path, single_device
 ):
     out = tmp_path / "mirrored"
-    completed = subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            TWO_LOGICAL_CPUS,
-            *COMMAND,
-            "--strategy",
-            "mirrored",
-            "--out",
-            str(out),
-        ],
-        capture_output=True,
-        text=True,
-        cwd=REPOSITORY,
-        env=subprocess_env(),
-        timeout=600,
+    run_python(
+        "-c", TWO_LOGICAL_CPUS, *COMMAND, "--strategy", "mirrored", "--out", str(out)
     )
-    assert completed.returncode == 0, completed.stderr[-3000:]
     assert read_metrics(out)["replicas"] == 2
     assert_same_weights(
         keras.saving.load_model(out / "model.keras").get_weights(),
@@ -167,3 +168,84 @@ def test_multiworker_without_tf_config_is_refused(monkeypatch):
         make_strategy("multiworker")
     with pytest.raises(ValueError, match="Received: strategy='tpu'"):
         make_strategy("tpu")
+
+
+# g2p's step decay over three epochs and its per-token loss: 400 words in
+# unevenly filled length buckets, so replicas see different token counts.
+G2P_COMMAND = [
+    "g2p",
+    "--quick",
+    "--epochs",
+    "3",
+    "--limit",
+    "400",
+    "--batch-size",
+    "32",
+    "--no-shuffle",
+]
+
+
+def learning_rates(out):
+    with open(out / "history.csv") as handle:
+        header, *rows = [line.strip().split(",") for line in handle]
+    return [float(row[header.index("learning_rate")]) for row in rows]
+
+
+@pytest.mark.slow
+def test_g2p_on_two_workers_keeps_its_schedule_and_matches_one_device(tmp_path):
+    from kerasrnn_pipelines.cli import main
+
+    single = tmp_path / "single"
+    assert main([*G2P_COMMAND, "--out", str(single)]) == 0
+    out = run_two_workers(tmp_path, G2P_COMMAND)
+    # Held two epochs, then halved: the task's callback ran on the workers.
+    np.testing.assert_allclose(learning_rates(out), [3e-3, 3e-3, 1.5e-3], rtol=1e-6)
+    assert learning_rates(out) == learning_rates(single)
+    assert_same_weights(
+        keras.saving.load_model(out / "model.keras").get_weights(),
+        keras.saving.load_model(single / "model.keras").get_weights(),
+    )
+
+
+UNEVEN_TOKENS_STEP = textwrap.dedent(
+    """
+    import sys
+    import numpy as np
+    import tensorflow as tf
+
+    cpu = tf.config.list_physical_devices("CPU")[0]
+    tf.config.set_logical_device_configuration(
+        cpu, [tf.config.LogicalDeviceConfiguration()] * 2
+    )
+    import keras
+    import kerasrnn
+    from kerasrnn import seq2seq
+
+    # Replica 0 gets rows 0-1 (5 real target tokens), replica 1 rows 2-3 (2).
+    source = np.array([[3, 4, 5], [4, 5, 0], [5, 3, 0], [3, 0, 0]], np.int32)
+    target = np.array([[3, 4, 5], [4, 5, 0], [5, 0, 0], [3, 0, 0]], np.int32)
+    data = tf.data.Dataset.from_tensor_slices((source, target)).batch(4).map(
+        seq2seq.teacher_forcing_pair
+    )
+
+    def one_step(strategy):
+        keras.utils.set_random_seed(0)
+        with strategy.scope():
+            model = seq2seq.Seq2Seq(6, 6, kerasrnn.GRUCell(3), embedding_dim=2)
+            model.compile(keras.optimizers.SGD(1.0), seq2seq.SequenceCrossEntropy())
+        model.fit(data, epochs=1, verbose=0)
+        return model.get_weights()
+
+    single = one_step(tf.distribute.get_strategy())
+    mirrored = one_step(tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"]))
+    print(max(float(np.max(np.abs(a - b))) for a, b in zip(single, mirrored)))
+    """
+)
+
+
+@pytest.mark.slow
+def test_sequence_loss_averages_over_the_global_batch_tokens():
+    # Averaging each replica's own tokens would weight replica 1's two
+    # tokens like replica 0's five: a different gradient from one device.
+    largest_difference = run_python("-c", UNEVEN_TOKENS_STEP).split()[-1]
+    assert float(largest_difference) < 1e-6
