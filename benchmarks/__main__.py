@@ -13,7 +13,8 @@ Rows:
      tf.function against a per-step Python loop;
   6. serving a G2P SavedModel without kerasrnn: words/s and p50/p99
      latency at batch 1, 32 and 256 (`--serving-model NAME=PATH` for
-     trained runs' `saved_model/`).
+     trained runs' `saved_model/`; by default the untrained default model
+     exported with and without XLA, and the speedup of XLA).
 `--quick` runs tiny shapes and the tasks' `--quick` configurations (a smoke
 test; its numbers mean nothing).
 """
@@ -103,9 +104,10 @@ def main(argv=None):
 
     serving_rows = serving.serving_rows(args.serving_model, quick=args.quick,
                                         calls=5 if args.quick else 200)
-    _print_table("serving a G2P SavedModel without kerasrnn (words/s, latency per call)",
-                 serving_rows, ["model", "batch", "words_per_s", "p50_ms", "p99_ms",
-                                "ms_per_word"])
+    _print_table("serving a G2P SavedModel without kerasrnn (words/s, latency per call; "
+                 "speedup = the jit_compile=False export's time / this one's)",
+                 serving_rows, ["model", "batch", "beam", "words_per_s", "p50_ms", "p99_ms",
+                                "ms_per_word", "first_call_s", "speedup"])
 
 
 if __name__ == "__main__":

@@ -6,7 +6,17 @@ given as `--serving-model NAME=PATH`; without one, the default g2p
 architecture exported untrained, whose beams run to the maximum output
 length: an upper bound on the time), a subprocess that refuses to import
 kerasrnn loads it and calls `serving_default` on batches of CMUDict test
-words: words/s and the p50/p99 latency of one call, at batch 1, 32 and 256.
+words: words/s and the p50/p99 latency of one call, at batch 1, 32 and 256,
+with the beam width the export was written with.
+
+The untrained default is exported twice, with the numeric core XLA-compiled
+(`jit_compile=True`, the default) and without; `speedup` is the uncompiled
+export's time per word over the compiled one's. All models are loaded in one
+process and called in turn, call by call, so that they see the same load.
+Before timing, every batch that will be timed is served once: tracing and the
+XLA compiles (one per padded shape) happen there, not in the timed calls;
+`first_call_s` is the first call at that batch size, trace and compile
+included.
 """
 
 import dataclasses
@@ -33,26 +43,37 @@ MEASURE = textwrap.dedent(
     import numpy as np
     import tensorflow as tf
 
-    path, words_file, batches, calls = sys.argv[1], sys.argv[2], json.loads(sys.argv[3]), int(sys.argv[4])
+    paths, words_file, batches, calls = (json.loads(sys.argv[1]), sys.argv[2],
+                                         json.loads(sys.argv[3]), int(sys.argv[4]))
     words = json.load(open(words_file))
-    serve = tf.saved_model.load(path).signatures["serving_default"]
-    rows = []
+    serves = [tf.saved_model.load(path).signatures["serving_default"] for path in paths]
+    rows = [[] for _ in paths]
     for batch in batches:
-        chunks = [words[i:i + batch] for i in range(0, batch * (calls + 3), batch)]
-        chunks = [c for c in chunks if len(c) == batch] or [words[:batch]]
-        for chunk in chunks[:3]:
-            serve(texts=tf.constant(chunk))  # tracing and warm-up
-        seconds = []
-        for index in range(calls):
-            chunk = tf.constant(chunks[index % len(chunks)])
+        chunks = [words[i:i + batch] for i in range(0, batch * calls, batch)]
+        chunks = [tf.constant(c) for c in chunks if len(c) == batch] or [tf.constant(words[:batch])]
+        first, beams = [], []
+        for serve in serves:
             start = time.perf_counter()
-            serve(texts=chunk)["outputs"].numpy()
-            seconds.append(time.perf_counter() - start)
-        seconds = np.array(seconds)
-        rows.append({"batch": batch, "words_per_s": batch * len(seconds) / seconds.sum(),
-                     "p50_ms": 1e3 * np.percentile(seconds, 50),
-                     "p99_ms": 1e3 * np.percentile(seconds, 99),
-                     "ms_per_word": 1e3 * seconds.sum() / (batch * len(seconds))})
+            beams.append(int(serve(texts=chunks[0])["beam_outputs"].shape[1]))
+            first.append(time.perf_counter() - start)
+            for chunk in chunks[1:]:
+                serve(texts=chunk)
+        seconds = [[] for _ in serves]
+        for index in range(calls):
+            chunk = chunks[index % len(chunks)]
+            for model, serve in enumerate(serves):
+                start = time.perf_counter()
+                serve(texts=chunk)["outputs"].numpy()
+                seconds[model].append(time.perf_counter() - start)
+        for model, times in enumerate(seconds):
+            times = np.array(times)
+            rows[model].append({
+                "batch": batch, "beam": beams[model],
+                "words_per_s": batch * len(times) / times.sum(),
+                "p50_ms": 1e3 * np.percentile(times, 50),
+                "p99_ms": 1e3 * np.percentile(times, 99),
+                "ms_per_word": 1e3 * times.sum() / (batch * len(times)),
+                "first_call_s": first[model]})
     print(json.dumps(rows))
     """
 )
@@ -60,14 +81,19 @@ MEASURE = textwrap.dedent(
 
 @dataclasses.dataclass
 class ServedModel:
+    """A SavedModel to serve; `baseline` names the model its `speedup` is
+    measured against (None: no speedup column)."""
+
     name: str
     path: Path
     trained: bool
+    baseline: str | None = None
 
 
 def untrained_default(directory, quick):
     """The default `kerasrnn-train g2p` model (the `--quick` one with
-    `quick`), exported untrained as the run would export it."""
+    `quick`), exported untrained as the run would export it, and the same
+    model exported with `jit_compile=False`."""
     from kerasrnn import seq2seq
     from kerasrnn_pipelines import encoder_decoder
     from kerasrnn_pipelines.tasks import g2p
@@ -77,15 +103,22 @@ def untrained_default(directory, quick):
     splits = g2p.load_words(config)
     letters, phonemes = g2p.make_vocabularies(splits["train"])
     model = encoder_decoder.build_model(config, letters, phonemes)
-    path = Path(directory) / "untrained_default"
     longest = max(len(p) for _, prons in splits["train"] for p in prons)
-    seq2seq.export_serving(
-        model, path, letters, phonemes, beam_width=config.beam_width,
-        length_penalty=config.length_penalty,
-        max_input_length=max(len(word) for word, _ in splits["train"]) * 2,
-        max_output_length=longest + 4,
-    )
-    return ServedModel("default g2p, untrained", path, trained=False)
+    name = "default g2p, untrained"
+    served = []
+    for jit_compile, label, baseline in (
+        (True, name, f"{name}, jit_compile=False"),
+        (False, f"{name}, jit_compile=False", None),
+    ):
+        path = Path(directory) / f"untrained_default_{'xla' if jit_compile else 'graph'}"
+        seq2seq.export_serving(
+            model, path, letters, phonemes, beam_width=config.beam_width,
+            length_penalty=config.length_penalty,
+            max_input_length=max(len(word) for word, _ in splits["train"]) * 2,
+            max_output_length=longest + 4, jit_compile=jit_compile,
+        )
+        served.append(ServedModel(label, path, trained=False, baseline=baseline))
+    return served
 
 
 def test_words():
@@ -95,32 +128,39 @@ def test_words():
 
 
 def serving_rows(models, quick, calls):
-    """One row per (model, batch): words/s, p50/p99 ms per call, ms per word.
+    """One row per (model, batch): beam width, words/s, p50/p99 ms per call,
+    ms per word, the first call's seconds and the speedup over the baseline.
 
     Args:
         models: List of `(name, path)` of SavedModels; empty measures the
-            untrained default architecture.
+            untrained default architecture, compiled and not.
         quick: Batches 1 and 32 only, the `--quick` architecture.
-        calls: Timed calls per batch size.
+        calls: Timed calls per batch size and model.
     """
     batches = BATCHES[:2] if quick else BATCHES
     rows = []
     with tempfile.TemporaryDirectory() as directory:
         served = [ServedModel(name, Path(path), trained=True) for name, path in models]
         if not served:
-            served = [untrained_default(directory, quick)]
+            served = untrained_default(directory, quick)
         words_file = Path(directory) / "words.json"
         words_file.write_text(json.dumps(test_words()))
-        for model in served:
-            completed = subprocess.run(
-                [sys.executable, "-c", MEASURE, str(model.path), str(words_file),
-                 json.dumps(list(batches)), str(calls)],
-                capture_output=True, text=True, check=False,
+        completed = subprocess.run(
+            [sys.executable, "-c", MEASURE, json.dumps([str(m.path) for m in served]),
+             str(words_file), json.dumps(list(batches)), str(calls)],
+            capture_output=True, text=True, check=False,
+        )
+        if completed.returncode != 0:
+            raise RuntimeError(
+                f"serving {[str(m.path) for m in served]} failed:\n"
+                f"{completed.stderr[-2000:]}"
             )
-            if completed.returncode != 0:
-                raise RuntimeError(
-                    f"serving {model.path} failed:\n{completed.stderr[-2000:]}"
-                )
-            for row in json.loads(completed.stdout.strip().splitlines()[-1]):
-                rows.append({"model": model.name, **row})
+        measured = json.loads(completed.stdout.strip().splitlines()[-1])
+    by_name = {model.name: model_rows for model, model_rows in zip(served, measured)}
+    for model, model_rows in zip(served, measured):
+        for index, row in enumerate(model_rows):
+            speedup = ""
+            if model.baseline is not None:
+                speedup = by_name[model.baseline][index]["ms_per_word"] / row["ms_per_word"]
+            rows.append({"model": model.name, **row, "speedup": speedup})
     return rows

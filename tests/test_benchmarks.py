@@ -46,15 +46,32 @@ def test_quick_benchmark_prints_every_table():
     # g2p is measured when its module imports; either way it has a row.
     assert re.search(r"^\| g2p \| ", out, re.MULTILINE)
 
-    # | model | batch | words/s | p50 | p99 | ms per word |, served without kerasrnn.
+    # | model | batch | beam | words/s | p50 | p99 | ms per word | first call s | speedup |,
+    # served without kerasrnn, the default export (XLA) and the jit_compile=False one.
     assert "serving a G2P SavedModel without kerasrnn" in out
     for batch in (1, 32):
-        row = re.search(rf"^\| default g2p, untrained \| {batch} \| (.*) \|$", out, re.MULTILINE)
-        assert row is not None, out[-2000:]
-        words_per_s, p50, p99, per_word = (float(v.replace(",", "")) for v in row.group(1).split(" | "))
-        assert 0 < p50 <= p99
-        # words/s and ms per word are one measurement read two ways.
-        assert words_per_s * per_word == pytest.approx(1000.0, rel=0.02)
+        per_word, speedups = {}, {}
+        for model in ("default g2p, untrained", "default g2p, untrained, jit_compile=False"):
+            row = re.search(rf"^\| {model} \| {batch} \| (.*) \|$", out, re.MULTILINE)
+            assert row is not None, out[-2000:]
+            beam, words_per_s, p50, p99, per_word[model], first_call, speedups[model] = (
+                value.strip().replace(",", "") for value in row.group(1).split(" | ")
+            )
+            assert beam == "2"  # the --quick configuration's beam width
+            words_per_s, p50, p99, first_call = map(float, (words_per_s, p50, p99, first_call))
+            per_word[model] = float(per_word[model])
+            assert 0 < p50 <= p99 and first_call > 0
+            # words/s and ms per word are one measurement read two ways; the
+            # ms are printed to 0.01.
+            assert words_per_s * per_word[model] == pytest.approx(
+                1000.0, rel=0.005 / per_word[model] + 0.01
+            )
+        compiled, plain = per_word.values()
+        assert speedups["default g2p, untrained, jit_compile=False"] == ""
+        # The speedup is the uncompiled export's time per word over the compiled one's.
+        assert float(speedups["default g2p, untrained"]) == pytest.approx(
+            plain / compiled, rel=0.005 / plain + 0.005 / compiled + 0.01
+        )
 
 
 def test_evenly_spaced_batches_cover_the_epoch():

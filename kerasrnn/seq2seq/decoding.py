@@ -288,8 +288,15 @@ def compiled_beam_search(model, source_ids, width, max_length, alpha, return_ali
         "log_probs": log_probs,
     }
     if return_alignments:
-        hypotheses["alignments"] = tf.zeros(
-            [batch, width, max_length, tf.shape(source_ids)[1]], tf.float32
+        # Reordering every hypothesis's whole α history at every step would
+        # move (batch, B, max_length, S) floats per step. Instead step t's α
+        # is written once, by beam, into `history` (max_length, batch, B, S),
+        # and `slots` (batch, B, max_length) — reordered like the sequences,
+        # a few ints — records in which beam of step t each hypothesis's
+        # ancestor was; one gather after the loop reads the histories.
+        hypotheses["slots"] = tf.zeros([batch, width, max_length], tf.int32)
+        hypotheses["history"] = tf.zeros(
+            [max_length, batch, width, tf.shape(source_ids)[1]], tf.float32
         )
 
     def step(t, previous, states, finished, hypotheses):
@@ -328,8 +335,12 @@ def compiled_beam_search(model, source_ids, width, max_length, alpha, return_ali
         if return_alignments:
             alignment = tf.reshape(alignment, [batch, width, -1])
             alignment = tf.where(was_finished[..., None], 0.0, reorder(alignment))
-            updated["alignments"] = append_alignment(
-                reorder(hypotheses["alignments"]), t, alignment
+            updated["history"] = tf.tensor_scatter_nd_update(
+                hypotheses["history"], [[t]], alignment[None]
+            )
+            updated["slots"] = append_token(
+                reorder(hypotheses["slots"]), t,
+                tf.broadcast_to(tf.range(width), [batch, width]),
             )
         finished = was_finished | tf.equal(tokens, END_ID)
         rows = tf.reshape(parents + width * tf.range(batch)[:, None], [-1])
@@ -348,7 +359,13 @@ def compiled_beam_search(model, source_ids, width, max_length, alpha, return_ali
     log_probs = hypotheses["log_probs"]
     scores = log_probs / length_penalty_factor(hypotheses["lengths"], alpha)
     if return_alignments:
-        return hypotheses["sequences"], log_probs, scores, hypotheses["alignments"]
+        # Steps the loop did not run have zero α in every beam.
+        alignments = tf.gather(
+            hypotheses["history"], tf.transpose(hypotheses["slots"], [2, 0, 1]),
+            batch_dims=2,
+        )
+        alignments = tf.transpose(alignments, [1, 2, 0, 3])
+        return hypotheses["sequences"], log_probs, scores, alignments
     return hypotheses["sequences"], log_probs, scores
 
 

@@ -12,9 +12,13 @@ import tensorflow as tf
 import keras
 import kerasrnn
 from kerasrnn import seq2seq
+from kerasrnn.seq2seq.serving import BATCH_STEP, LENGTH_STEP, padded_to_bucket
+from tensorflow.core.protobuf import saved_model_pb2
 
 LETTERS = list("abcdef")
 PHONES = ["AA", "B", "K", "D", "EH", "F"]
+# 15 words: with XLA the batch is padded to 16, and the longest source (cut
+# to MAX_INPUT = 8 tokens) fills the first length bucket exactly.
 WORDS = ["bad", "cab", "face", "", "   ", "BaD", " bad\t", "b1a-d", "bäad",
          "ééé", "abcdefabcdefabcdef", "abcdefab", "fade cafe", "fadecafe",
          b"b\xffad"]  # invalid UTF-8
@@ -54,20 +58,45 @@ def serve_in_clean_process(path, words):
     return json.loads(completed.stdout.strip().splitlines()[-1])
 
 
+def export(model, source, target, path, **options):
+    seq2seq.export_serving(
+        model, path, source, target, beam_width=BEAM, max_input_length=MAX_INPUT,
+        max_output_length=6, **options,
+    )
+    return path
+
+
 @pytest.fixture(scope="module")
 def exported(tmp_path_factory):
+    """A plain model exported with the defaults (XLA), served to WORDS."""
     keras.utils.set_random_seed(5)
     source, target = seq2seq.Vocabulary(LETTERS), seq2seq.Vocabulary(PHONES)
     model = seq2seq.Seq2Seq(
         source.size, target.size, kerasrnn.LSTMCell(8), embedding_dim=6,
         bidirectional=True, context="both",
     )
-    path = tmp_path_factory.mktemp("export") / "saved_model"
-    seq2seq.export_serving(
-        model, path, source, target, beam_width=BEAM, max_input_length=MAX_INPUT,
-        max_output_length=6,
-    )
+    path = export(model, source, target, tmp_path_factory.mktemp("export") / "saved_model")
     return model, source, target, serve_in_clean_process(path, WORDS)
+
+
+@pytest.fixture(scope="module")
+def exported_without_xla(exported, tmp_path_factory):
+    """The same model exported with `jit_compile=False`, served to WORDS."""
+    model, source, target, _ = exported
+    path = tmp_path_factory.mktemp("export_without_xla") / "saved_model"
+    export(model, source, target, path, jit_compile=False)
+    return serve_in_clean_process(path, WORDS)
+
+
+def xla_compiled_functions(path):
+    """Names of the SavedModel's functions that XLA must compile."""
+    saved_model = saved_model_pb2.SavedModel()
+    saved_model.ParseFromString((path / "saved_model.pb").read_bytes())
+    library = saved_model.meta_graphs[0].graph_def.library
+    return [
+        function.signature.name for function in library.function
+        if function.attr["_XlaMustCompile"].b
+    ]
 
 
 def in_process(model, source, target, word):
@@ -107,6 +136,51 @@ def test_odd_inputs_have_their_documented_results(exported):
     assert emitted <= set(PHONES) | {"<unk>"}
 
 
+def test_compiled_export_answers_as_the_uncompiled_one(exported, exported_without_xla):
+    *_, served = exported
+    plain = exported_without_xla
+    assert set(served) == set(plain)
+    assert served["outputs"] == plain["outputs"]
+    assert served["beam_outputs"] == plain["beam_outputs"]
+    # XLA fuses and orders the sums differently: equal up to rounding.
+    np.testing.assert_allclose(served["log_probs"], plain["log_probs"], rtol=1e-5)
+    np.testing.assert_allclose(served["beam_log_probs"], plain["beam_log_probs"], rtol=1e-5)
+
+
+def test_only_the_compiled_export_holds_an_xla_function(exported, tmp_path):
+    model, source, target, _ = exported
+    assert xla_compiled_functions(export(model, source, target, tmp_path / "xla"))
+    assert not xla_compiled_functions(
+        export(model, source, target, tmp_path / "graph", jit_compile=False)
+    )
+
+
+@pytest.mark.parametrize(
+    "batch, lengths, padded_batch, padded_length",
+    [
+        (1, [3], 1, LENGTH_STEP),
+        (3, [0, 0, 0], 4, LENGTH_STEP),  # nothing to read: still one bucket
+        (5, [LENGTH_STEP, 2, 0, 1, 1], 8, LENGTH_STEP),
+        (2, [LENGTH_STEP + 1, 4], 2, 2 * LENGTH_STEP),
+        (BATCH_STEP, [1] * BATCH_STEP, BATCH_STEP, LENGTH_STEP),
+        (BATCH_STEP + 1, [2] * (BATCH_STEP + 1), 2 * BATCH_STEP, LENGTH_STEP),
+        (2 * BATCH_STEP + 3, [2] * (2 * BATCH_STEP + 3), 3 * BATCH_STEP, LENGTH_STEP),
+    ],
+)
+def test_ids_are_padded_to_the_documented_buckets(batch, lengths, padded_batch, padded_length):
+    rng = np.random.default_rng(batch)
+    # As `source_ids` makes them: right-padded, one column of padding more.
+    source = np.zeros((batch, max(lengths) + 1), np.int32)
+    for row, length in enumerate(lengths):
+        source[row, :length] = rng.integers(4, 10, length)
+    padded = padded_to_bucket(tf.constant(source)).numpy()
+    assert padded.shape == (padded_batch, padded_length)
+    kept = min(source.shape[1], padded_length)
+    np.testing.assert_array_equal(padded[:batch, :kept], source[:, :kept])
+    np.testing.assert_array_equal(padded[batch:], 0)
+    np.testing.assert_array_equal(padded[:, kept:], 0)
+
+
 def test_plain_models_serve_no_alignments(exported):
     *_, served = exported
     assert set(served) == {"outputs", "log_probs", "beam_outputs", "beam_log_probs"}
@@ -118,6 +192,8 @@ def test_bad_export_arguments(exported, tmp_path):
         seq2seq.export_serving(model, tmp_path, source, target, split="bytes")
     with pytest.raises(ValueError, match="`source_vocabulary`"):
         seq2seq.export_serving(model, tmp_path, LETTERS, target)
+    with pytest.raises(ValueError, match="`jit_compile`.*Received: jit_compile='yes'"):
+        seq2seq.export_serving(model, tmp_path, source, target, jit_compile="yes")
     # Vocabularies of other sizes than the embeddings would serve wrong ids.
     with pytest.raises(ValueError, match="`source_vocabulary` must have the 10 ids.*with 7"):
         seq2seq.export_serving(model, tmp_path, seq2seq.Vocabulary(LETTERS[:3]), target)
@@ -135,24 +211,26 @@ def test_served_signature_names_the_expected_rank(exported, tmp_path):
     seq2seq.export_serving(model, path, source, target, beam_width=2)
     serve = tf.saved_model.load(str(path)).signatures["serving_default"]
     assert serve(texts=tf.constant(["bad"]))["outputs"].shape == (1,)
+    # An empty batch is padded to one row for XLA, and that row cut off again.
+    empty = serve(texts=tf.constant([], tf.string))
+    assert empty["outputs"].shape == (0,) and empty["beam_outputs"].shape == (0, 2)
     for texts in (tf.constant("bad"), tf.constant([["bad", "cab"]])):
         with pytest.raises(tf.errors.InvalidArgumentError, match="1-D batch of strings"):
             serve(texts=texts)
 
 
-@pytest.mark.parametrize("attention", ["bahdanau", "luong"])
-def test_attention_model_serves_its_alignments(tmp_path, attention):
+@pytest.mark.parametrize(
+    "attention, jit_compile", [("bahdanau", True), ("luong", True), ("luong", False)]
+)
+def test_attention_model_serves_its_alignments(tmp_path, attention, jit_compile):
     keras.utils.set_random_seed(6)
     source, target = seq2seq.Vocabulary(LETTERS), seq2seq.Vocabulary(PHONES)
     model = seq2seq.Seq2Seq(
         source.size, target.size, kerasrnn.GRUCell(8), embedding_dim=6,
         bidirectional=True, attention=attention,
     )
-    path = tmp_path / "saved_model"
-    seq2seq.export_serving(
-        model, path, source, target, beam_width=BEAM, max_input_length=MAX_INPUT,
-        max_output_length=6,
-    )
+    path = export(model, source, target, tmp_path / "saved_model", jit_compile=jit_compile)
+    # With XLA: 5 rows padded to 8, sources (longest 8) to 8 columns.
     words = ["bad", "face", "", "cab", "abcdefabcdef"]
     served = serve_in_clean_process(path, words)
     alignments = np.array(served["alignments"])
