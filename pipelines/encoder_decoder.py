@@ -2,8 +2,8 @@
 
 `kerasrnn_pipelines.tasks.options.seq2seq` defines the options g2p and translate
 share; here they become a `kerasrnn.seq2seq.Seq2Seq`, its scheduled
-sampling, its training (the learning rate held for two epochs, then halved
-every epoch) and its beam search.
+sampling, its training (the learning rate held, then halved at each of the
+last four epochs) and its beam search.
 """
 
 import math
@@ -55,10 +55,11 @@ def build_model(config, source_vocabulary, target_vocabulary):
     )
 
 
-def step_decay(learning_rate, epoch):
-    """The rate of epoch `epoch` (0-based): `learning_rate` for the first two
-    epochs, then halved at each further epoch."""
-    return learning_rate * 0.5 ** max(0, epoch - 1)
+def step_decay(learning_rate, epoch, epochs):
+    """The rate of epoch `epoch` (0-based) of a run of `epochs`:
+    `learning_rate`, then halved at each of the last four epochs (never
+    before the third)."""
+    return learning_rate * 0.5 ** max(0, epoch - max(1, epochs - 5))
 
 
 def train(config, context, source_vocabulary, target_vocabulary, batches, validation):
@@ -82,7 +83,9 @@ def train(config, context, source_vocabulary, target_vocabulary, batches, valida
         batches,
         validation,
         callbacks=[keras.callbacks.LearningRateScheduler(
-            lambda epoch, rate: step_decay(config.learning_rate, epoch)
+            lambda epoch, rate: step_decay(
+                config.learning_rate, epoch, config.epochs
+            )
         )],
     )
     return model

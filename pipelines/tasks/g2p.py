@@ -15,7 +15,8 @@ grouped by word length, one dataset per length bucket
 (`kerasrnn_pipelines.data.batching.bucketed_batches`).
 Training is teacher forcing, or scheduled sampling with
 `--scheduled-sampling` (ε = 1/2 at `--sampling-midpoint` steps); the
-learning rate halves whenever the validation loss stalls. Test words are
+learning rate is held, then halved at each of the last four epochs
+(`kerasrnn_pipelines.encoder_decoder.step_decay`). Test words are
 decoded by beam search (`--beam-width`, `--length-penalty`).
 
 Metrics on the test split (`test_*`), each word once:

@@ -14,7 +14,8 @@ Model: the g2p task's (`kerasrnn_pipelines.encoder_decoder`): word embeddings
 (`--bidirectional`) → a decoder of the same cell, given the context as
 `--context` says → softmax over target words (`eq:rnn-seq2seq`). Training
 is teacher forcing, or scheduled sampling with `--scheduled-sampling`; the
-learning rate halves whenever the validation loss stalls. Test sentences
+learning rate is held, then halved at each of the last four epochs
+(`kerasrnn_pipelines.encoder_decoder.step_decay`). Test sentences
 are decoded by beam search (`--beam-width`, `--length-penalty`).
 
 Metrics on the test split, over word ids (a reference `<unk>` is matched

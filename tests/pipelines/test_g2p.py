@@ -171,10 +171,17 @@ def test_no_schedule_is_teacher_forcing():
     assert encoder_decoder.sampling_schedule(config) is None
 
 
-def test_learning_rate_is_held_two_epochs_then_halved():
-    assert [encoder_decoder.step_decay(4e-3, epoch) for epoch in range(5)] == [
-        4e-3, 4e-3, 2e-3, 1e-3, 5e-4,
-    ]
+@pytest.mark.parametrize(
+    "epochs, rates",
+    [
+        (2, [4e-3, 4e-3]),
+        (5, [4e-3, 4e-3, 2e-3, 1e-3, 5e-4]),
+        (6, [4e-3, 4e-3, 2e-3, 1e-3, 5e-4, 2.5e-4]),
+        (8, [4e-3, 4e-3, 4e-3, 4e-3, 2e-3, 1e-3, 5e-4, 2.5e-4]),
+    ],
+)
+def test_learning_rate_is_held_then_halved_over_the_last_four_epochs(epochs, rates):
+    assert [encoder_decoder.step_decay(4e-3, e, epochs) for e in range(epochs)] == rates
 
 
 @pytest.mark.parametrize(

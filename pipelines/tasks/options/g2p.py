@@ -33,7 +33,7 @@ class G2PConfig(Seq2SeqConfig):
     }
 
     units: int = 128
-    epochs: int = 6
+    epochs: int = 8
     batch_size: int = 128
     learning_rate: float = 3e-3
     clipnorm: float = 1.0
