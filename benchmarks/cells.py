@@ -286,7 +286,7 @@ def main(argv=None):
     shapes = QUICK if args.quick else FULL
     repeats = args.repeats or (2 if args.quick else 15)
     rows = backend_rows(shapes, repeats)
-    print(f"\n## kerasrnn cells vs Keras built-ins on JAX and TensorFlow (XLA on both)\n")
+    print("\n## kerasrnn cells vs Keras built-ins on JAX and TensorFlow (XLA on both)\n")
     print(f"shapes: B={shapes.batch}, T={shapes.steps}, d={shapes.features}, "
           f"n={shapes.units}; median of {repeats} interleaved repeats\n")
     print("| " + " | ".join(BACKEND_COLUMNS) + " |")

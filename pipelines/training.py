@@ -261,7 +261,7 @@ def run_task(task_module, config, run_directory):
         report = {
             "task": config.task,
             **{name: to_json(value) for name, value in metrics.items()},
-            "data": task_module.DATA_SOURCES[config.data],
+            "data": type(config).DATA_SOURCES[config.data],
             "args": config_values(config),
             "wall_time_s": round(time.perf_counter() - started, 2),
             "replicas": context.replicas,

@@ -15,7 +15,6 @@ A task module provides:
   that sums the run up and of the baseline measured in the same run, both
   keys of what `run` returns, and `"lower"` or `"higher"`, the direction in
   which the metric is better.
-- `DATA_SOURCES`: its configuration's, for `metrics.json`.
 - `run(config, context) -> dict`: builds data and model, trains, evaluates
   and returns the final metrics (JSON-serialisable, names as the task
   documents them, e.g. `test_rmse`). `config` is the task's configuration;

@@ -34,12 +34,8 @@ from kerasrnn.seq2seq import UNKNOWN_ID, Vocabulary
 from kerasrnn_pipelines.data.text_corpus import load_plays
 from kerasrnn_pipelines.data.tfds import load_tfds
 from kerasrnn_pipelines.recurrent import recurrent_stack
-from kerasrnn_pipelines.tasks.options.charlm import CharLMConfig
 
 HEADLINE_METRIC = ("val_bits_per_char", "unigram_bits_per_char", "lower")
-
-#: What `metrics.json` says of `--data`.
-DATA_SOURCES = CharLMConfig.DATA_SOURCES
 
 TEMPERATURES = (0.5, 1.0, 1.5)
 

@@ -29,12 +29,8 @@ from kerasrnn_pipelines.data.batching import (
 from kerasrnn_pipelines.data.digits import load_digit_sequences
 from kerasrnn_pipelines.data.tfds import load_tfds
 from kerasrnn_pipelines.recurrent import recurrent_stack
-from kerasrnn_pipelines.tasks.options.classify import ClassifyConfig
 
 HEADLINE_METRIC = ("test_accuracy", "baseline_test_accuracy", "higher")
-
-#: What `metrics.json` says of `--data`.
-DATA_SOURCES = ClassifyConfig.DATA_SOURCES
 
 
 def digit_data(config):

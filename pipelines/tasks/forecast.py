@@ -18,12 +18,9 @@ import numpy as np
 from kerasrnn_pipelines.data.batching import dense_batches
 from kerasrnn_pipelines.data.sunspots import load_sunspots, one_step_windows
 from kerasrnn_pipelines.recurrent import recurrent_layer
-from kerasrnn_pipelines.tasks.options.forecast import TEST_YEARS, TRAIN_YEARS, ForecastConfig
+from kerasrnn_pipelines.tasks.options.forecast import TEST_YEARS, TRAIN_YEARS
 
 HEADLINE_METRIC = ("test_rmse", "persistence_rmse", "lower")
-
-#: What `metrics.json` says of `--data`.
-DATA_SOURCES = ForecastConfig.DATA_SOURCES
 
 
 def build_model(config):

@@ -55,12 +55,8 @@ from kerasrnn_pipelines import alignments, edit_distance, encoder_decoder
 from kerasrnn_pipelines.data import cmudict as cmudict_data
 from kerasrnn_pipelines.data.batching import AUTOTUNE, bucketed_batches
 from kerasrnn_pipelines.run_directory import TENSORBOARD
-from kerasrnn_pipelines.tasks.options.g2p import G2PConfig
 
 HEADLINE_METRIC = ("test_per", "baseline_per", "lower")
-
-#: What `metrics.json` says of `--data`.
-DATA_SOURCES = G2PConfig.DATA_SOURCES
 
 #: Test words decoded per beam-search call.
 DECODE_BATCH = 512

@@ -37,12 +37,8 @@ from kerasrnn_pipelines.data.batching import (
 )
 from kerasrnn_pipelines.data.tfds import load_tfds
 from kerasrnn_pipelines.recurrent import recurrent_stack
-from kerasrnn_pipelines.tasks.options.tag import TagConfig
 
 HEADLINE_METRIC = ("test_token_accuracy", "baseline_token_accuracy", "higher")
-
-#: What `metrics.json` says of `--data`.
-DATA_SOURCES = TagConfig.DATA_SOURCES
 
 #: Stress labels of the CMUDict task: id -> name. Labels are classes, not
 #: tokens: padding steps carry label 0 with sample weight 0.

@@ -45,12 +45,9 @@ vocabulary (see `kerasrnn.seq2seq.serving` for every odd input).
 from kerasrnn import seq2seq
 from kerasrnn_pipelines import edit_distance, encoder_decoder
 from kerasrnn_pipelines.data.translation import TranslationConfig, load_translation
-from kerasrnn_pipelines.tasks.options.translate import CORPORA, TranslateConfig
+from kerasrnn_pipelines.tasks.options.translate import CORPORA
 
 HEADLINE_METRIC = ("test_token_error_rate", "baseline_token_error_rate", "lower")
-
-#: What `metrics.json` says of `--data`.
-DATA_SOURCES = TranslateConfig.DATA_SOURCES
 
 
 def predict(model, batches, source_vocabulary, target_vocabulary, config):

@@ -4,14 +4,13 @@ the typed configurations and the import layering of `kerasrnn_pipelines`."""
 import ast
 import dataclasses
 import json
-import pathlib
 import subprocess
 import sys
 
 import pytest
 
 from kerasrnn_pipelines import cli, options
-from kerasrnn_pipelines.options import ConfigError, RunConfig
+from kerasrnn_pipelines.options import ConfigError
 from kerasrnn_pipelines.tasks import CONFIGS, TASKS, load_config_class, load_task
 from kerasrnn_pipelines.tasks.options.forecast import ForecastConfig
 from kerasrnn_pipelines.tasks.options.g2p import G2PConfig

@@ -8,7 +8,6 @@ import dataclasses
 
 from kerasrnn_pipelines.options import (
     RunConfig,
-    dropout_rate,
     non_negative_float,
     one_of,
     option,

@@ -1,6 +1,5 @@
 """Attention (Bahdanau, Luong) against NumPy loops of their equations."""
 
-import itertools
 
 import numpy as np
 import pytest
