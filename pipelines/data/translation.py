@@ -33,6 +33,7 @@ class TranslationConfig:
         vocabulary_size: Words kept per language (reserved ids excluded).
         max_length: Words kept per sentence.
         batch_size: Sentence pairs per batch.
+        shuffle: Reshuffle the training pairs every epoch.
         seed: Shuffle seed.
         data_dir: TFDS data directory; TFDS's default when None.
     """
@@ -43,6 +44,7 @@ class TranslationConfig:
     vocabulary_size: int = 8000
     max_length: int = 40
     batch_size: int = 64
+    shuffle: bool = True
     seed: int = 0
     data_dir: str = None
 

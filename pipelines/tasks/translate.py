@@ -88,6 +88,7 @@ def run(config, context):
             vocabulary_size=config.vocabulary_size,
             max_length=config.max_length,
             batch_size=config.batch_size,
+            shuffle=config.shuffle,
             seed=config.seed,
         )
     )

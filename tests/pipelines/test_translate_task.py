@@ -83,7 +83,7 @@ def test_quick_run_on_mock_data_writes_outputs_and_serves(tmp_path, attention):
     assert metrics["test_sentence_error_rate"] == 1.0
     assert metrics["baseline_token_error_rate"] > 0
     assert metrics["test_sentences"] == 40
-    assert metrics["data"] == translate.DATA_SOURCES["ted_hrlr_translate/pt_to_en"]
+    assert metrics["data"] == TranslateConfig.DATA_SOURCES["ted_hrlr_translate/pt_to_en"]
     assert metrics["args"]["quick"] is True and metrics["wall_time_s"] > 0
     for name in ("history.csv", "model.keras", "learning_curves.png", "tensorboard"):
         assert (out / name).exists(), name
