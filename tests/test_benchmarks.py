@@ -87,6 +87,7 @@ def test_measure_refuses_unknown_tasks_and_empty_runs():
         input_pipeline.measure("forecast", quick=True, repeats=1, model_batches=0)
 
 
+@pytest.mark.slow
 def test_python_loop_decoders_compute_what_the_compiled_ones_do():
     """The decoding benchmark's baseline is the same algorithm, step by step."""
     import numpy as np

@@ -95,6 +95,7 @@ def test_to_keras_cell_computes_the_same_function(cell, rng):
     np.testing.assert_allclose(np.asarray(plain(xs)), np.asarray(ours(xs)), atol=1e-5)
 
 
+@pytest.mark.slow
 def test_a_model_trained_with_our_cells_runs_on_keras_layers(rng):
     inputs = keras.Input((None, 3))
     x = keras.layers.Bidirectional(
@@ -176,6 +177,7 @@ OURS_TO_KERAS = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("forget_bias,initializer,want", OURS_TO_KERAS)
 def test_to_keras_lstm_config_recreates_the_forget_bias(forget_bias, initializer, want):
     ours = keras.layers.RNN(

@@ -77,6 +77,7 @@ def numpy_lstm_hidden(weights, xs, h, c):
     return h, c
 
 
+@pytest.mark.slow
 def test_keras_lstm_flow_equals_finite_differences():
     rng = np.random.default_rng(1)
     n, d, T = 4, 3, 30
@@ -146,6 +147,7 @@ def test_jacobian_bound_of_leaky_cells_hand_numbers():
                                1.1 ** np.arange(T), rtol=1e-12)
 
 
+@pytest.mark.slow
 def test_leaky_small_alpha_decays_slower_and_alpha_one_is_elman():
     rng = np.random.default_rng(5)
     n, d, T = 8, 3, 60
@@ -167,6 +169,7 @@ def test_leaky_small_alpha_decays_slower_and_alpha_one_is_elman():
     assert slow[T - 1] > 1e-2
 
 
+@pytest.mark.slow
 def test_lstm_with_forget_bias_two_keeps_gradients_orders_of_magnitude_larger():
     keras.utils.set_random_seed(6)
     n, d, T = 16, 4, 120
@@ -211,6 +214,7 @@ def test_bad_arguments_name_themselves():
         plot_gradient_flow({})
 
 
+@pytest.mark.slow
 def test_skip_connections_and_slow_time_scales_carry_gradients_further():
     """Lecture notes slides 54 and 56: with the same W_h, a delay-d skip
     connection and a group updated every 8 steps both decay far more slowly

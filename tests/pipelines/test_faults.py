@@ -99,6 +99,7 @@ class RecordWeights(keras.callbacks.Callback):
         self.by_epoch.append([w.copy() for w in self.model.get_weights()])
 
 
+@pytest.mark.slow
 def test_a_nan_loss_stops_training_and_keeps_the_last_good_weights(
     tmp_path, rng
 ):
@@ -385,6 +386,7 @@ def damage(generation, how):
         weights.unlink()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "how",
     [
@@ -446,6 +448,7 @@ def test_a_torn_newest_backup_resumes_from_the_one_before_losing_nothing(
     assert backed_up_epochs(backup) == [6, 5]
 
 
+@pytest.mark.slow
 def test_a_backup_with_no_usable_generation_is_refused_not_restarted(
     tmp_path, rng
 ):
@@ -472,6 +475,7 @@ def test_a_backup_with_no_usable_generation_is_refused_not_restarted(
     assert backed_up_epochs(backup) == [3, 2]
 
 
+@pytest.mark.slow
 def test_a_kill_during_the_first_backup_starts_the_run_afresh(tmp_path, rng):
     dataset, model_and_context = resumable_setup(tmp_path, rng, epochs=2)
     reference, _ = model_and_context()

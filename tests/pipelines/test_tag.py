@@ -13,6 +13,7 @@ from kerasrnn_pipelines.tasks import tag
 from tests.pipelines.conftest import read_metrics
 
 
+@pytest.mark.slow
 def test_stress_labels_of_known_pronunciations():
     # none for consonants, then stress 0, 1, 2 as ids 1, 2, 3.
     assert tag.stress_labels(("AH0", "B", "AW1", "T")) == [1, 0, 2, 0]

@@ -16,6 +16,7 @@ def test_vocabulary_keeps_the_most_frequent_words():
     assert vocabulary.encode(["a", "d"]) == [5, seq2seq.UNKNOWN_ID]
 
 
+@pytest.mark.slow
 def test_mock_ted_hrlr_trains_a_seq2seq_model():
     config = TranslationConfig(vocabulary_size=50, max_length=6, batch_size=8)
     with tfds.testing.mock_data(num_examples=24):

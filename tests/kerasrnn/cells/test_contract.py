@@ -124,6 +124,7 @@ def test_leaky_alpha_one_is_exactly_elman_and_alpha_zero_locks_the_state(rng):
     np.testing.assert_array_equal(np.asarray(h_final), h0)
 
 
+@pytest.mark.slow
 def test_learned_alpha_trains_and_stays_in_the_unit_interval(rng):
     inputs = keras.Input((6, 2))
     cell = kerasrnn.LeakyCell(3, alpha=0.95, learn_alpha=True)
@@ -160,6 +161,7 @@ def _mixed_model(rng):
     return model
 
 
+@pytest.mark.slow
 def test_keras_file_round_trip(tmp_path, rng):
     model = _mixed_model(rng)
     xs = rng.normal(size=(4, 7, 3)).astype("float32")
@@ -198,6 +200,7 @@ SERVE_SCRIPT = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 def test_saved_model_serves_any_batch_and_length_without_kerasrnn(tmp_path, rng):
     model = _mixed_model(rng)
     export_dir = tmp_path / "saved_model"

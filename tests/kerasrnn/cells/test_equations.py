@@ -169,6 +169,7 @@ def test_stacked_cells_feed_each_other(rng):
     np.testing.assert_allclose(np.asarray(layer(xs)), want, atol=ATOL)
 
 
+@pytest.mark.slow
 @hypothesis.settings(max_examples=12, deadline=None, derandomize=True)
 @hypothesis.given(
     spec=st.sampled_from(SPECS),
@@ -270,6 +271,7 @@ def test_mixed_precision_policies(spec, policy, rng):
     np.testing.assert_allclose(np.asarray(got, np.float32), want, atol=tolerance)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("spec", SPECS, ids=SPEC_IDS)
 def test_jit_compile_predict_and_train(spec, rng):
     inputs = keras.Input((T, D))

@@ -96,6 +96,7 @@ def test_score_layers_match_numpy(kind):
 
 
 # ------------------------------------------------------------ the decoder
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "attention, cell, context, bidirectional, options",
     [
@@ -133,6 +134,7 @@ def test_teacher_forced_logits_and_alignments_match_numpy(
         np.testing.assert_array_equal(alignments[row, :, real:], 0.0)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("attention", ["bahdanau", "luong"])
 def test_extra_padding_changes_nothing(attention):
     model = make_model(attention, bidirectional=True, context="both")
@@ -146,6 +148,7 @@ def test_extra_padding_changes_nothing(attention):
     np.testing.assert_array_equal(wide[:, :, 4:], 0.0)
 
 
+@pytest.mark.slow
 def test_all_padding_source_gets_zero_weight_and_an_empty_answer():
     model = make_model("bahdanau", bidirectional=True)
     source = np.array([[4, 5, 0], [0, 0, 0]])
@@ -162,6 +165,7 @@ def test_all_padding_source_gets_zero_weight_and_an_empty_answer():
     np.testing.assert_array_equal(alignments[1], 0.0)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("attention", ["bahdanau", "luong"])
 def test_decoders_and_their_alignments_match_numpy(attention):
     model = make_model(attention, bidirectional=True)
@@ -199,6 +203,7 @@ def test_decoders_and_their_alignments_match_numpy(attention):
             )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("attention", ["bahdanau", "luong"])
 def test_wide_beam_with_attention_finds_the_exhaustive_best(attention):
     # 4 emittable words and max_length 3: at most 4 + 16 + 64 live prefixes,
@@ -214,6 +219,7 @@ def test_wide_beam_with_attention_finds_the_exhaustive_best(attention):
         np.testing.assert_allclose(log_probs[row, :6], [h[1] for h in hypotheses], rtol=1e-4)
 
 
+@pytest.mark.slow
 def test_beam_search_matches_the_numpy_beam_search_with_length_penalty():
     model = make_model("luong", bidirectional=True)
     reference = NumpyAttentionSeq2Seq(model)
@@ -226,6 +232,7 @@ def test_beam_search_matches_the_numpy_beam_search_with_length_penalty():
         np.testing.assert_allclose(scores[row], [e[2] for e in expected], rtol=1e-4)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("attention", ["bahdanau", "luong"])
 def test_scheduled_sampling_extremes_match_numpy(attention):
     schedule = seq2seq.LinearSamplingSchedule(decay_steps=10)
@@ -247,6 +254,7 @@ def test_scheduled_sampling_extremes_match_numpy(attention):
         )
 
 
+@pytest.mark.slow
 def test_every_decoder_compiles_with_xla():
     model = make_model("luong", bidirectional=True, context="both")
     source = tf.constant(SOURCE)
@@ -271,6 +279,7 @@ def copy_task(rng, count=512, length=5, vocabulary=10):
     return seq2seq.teacher_forcing_pair(source, source)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("attention, jit", [("bahdanau", True), ("luong", False)])
 def test_fit_learns_to_copy_with_dropout(attention, jit):
     rng = np.random.default_rng(0)
@@ -292,6 +301,7 @@ def test_fit_learns_to_copy_with_dropout(attention, jit):
     assert np.mean(diagonal) > 0.5
 
 
+@pytest.mark.slow
 def test_mixed_precision_training_step():
     keras.mixed_precision.set_global_policy("mixed_float16")
     try:
@@ -313,6 +323,7 @@ def test_mixed_precision_training_step():
         keras.mixed_precision.set_global_policy("float32")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("attention", ["bahdanau", "luong"])
 def test_keras_file_round_trip(tmp_path, attention):
     model = make_model(
@@ -329,6 +340,7 @@ def test_keras_file_round_trip(tmp_path, attention):
     )
 
 
+@pytest.mark.slow
 def test_keras_cells_with_attention():
     model = seq2seq.Seq2Seq(
         10, 7, keras.layers.GRUCell(6), bidirectional=True, context="both",

@@ -36,6 +36,7 @@ def trimmed(row):
     return row[:length]
 
 
+@pytest.mark.slow
 def test_greedy_matches_numpy(model):
     sequences, log_probs = seq2seq.greedy_decode(model, SOURCE, 5)
     reference = NumpySeq2Seq(model)
@@ -45,6 +46,7 @@ def test_greedy_matches_numpy(model):
         np.testing.assert_allclose(log_probs[row], expected_lp, rtol=1e-4)
 
 
+@pytest.mark.slow
 def test_beam_width_one_is_greedy(model):
     greedy, greedy_lp = seq2seq.greedy_decode(model, SOURCE, 6)
     beam, beam_lp, _ = seq2seq.beam_search_decode(model, SOURCE, 1, 6)
@@ -52,6 +54,7 @@ def test_beam_width_one_is_greedy(model):
     np.testing.assert_allclose(beam_lp[:, 0], greedy_lp, rtol=1e-6)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("beam_width, alpha", [(2, 0.0), (3, 0.0), (3, 1.0)])
 def test_beam_search_matches_numpy_beam_search(model, beam_width, alpha):
     sequences, log_probs, scores = seq2seq.beam_search_decode(
@@ -65,6 +68,7 @@ def test_beam_search_matches_numpy_beam_search(model, beam_width, alpha):
         np.testing.assert_allclose(scores[row], [e[2] for e in expected], rtol=1e-4)
 
 
+@pytest.mark.slow
 def test_wide_beam_finds_the_exhaustive_best(model):
     # 3 emittable words and max_length 3: at most 3 + 9 + 27 live prefixes,
     # so a beam of 40 prunes nothing and must return the brute-force ranking.
@@ -79,6 +83,7 @@ def test_wide_beam_finds_the_exhaustive_best(model):
         np.testing.assert_allclose(log_probs[row, :5], [h[1] for h in top], rtol=1e-4)
 
 
+@pytest.mark.slow
 def test_sampling_follows_temperature_and_top_k(model):
     copies = 4000
     source = np.repeat(SOURCE[:1], copies, axis=0)
@@ -110,6 +115,7 @@ def test_sampling_follows_temperature_and_top_k(model):
     np.testing.assert_array_equal(again, sequences)
 
 
+@pytest.mark.slow
 def test_every_decoder_compiles_with_xla(model):
     source = tf.constant(SOURCE)
     for decode in (
@@ -162,6 +168,7 @@ def test_bad_source_ids_are_refused_before_decoding(model, source, message):
             decode()
 
 
+@pytest.mark.slow
 def test_numpy_scalars_are_numbers(model):
     plain = seq2seq.beam_search_decode(model, SOURCE, 2, 4, 0.5)
     numpy = seq2seq.beam_search_decode(

@@ -24,6 +24,7 @@ def make_model(cell="lstm", **kwargs):
     return seq2seq.Seq2Seq(10, 7, templates[cell](), **options)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("cell", ["elman", "lstm"])
 @pytest.mark.parametrize("context", seq2seq.CONTEXTS)
 @pytest.mark.parametrize("bidirectional", [False, True])
@@ -72,6 +73,7 @@ def test_sequence_cross_entropy_hand_worked():
     np.testing.assert_allclose(float(loss), expected, rtol=1e-5)
 
 
+@pytest.mark.slow
 def test_scheduled_sampling_extremes():
     schedule = seq2seq.LinearSamplingSchedule(decay_steps=10)
     model = make_model("lstm", context="both", sampling_schedule=schedule, seed=2)
@@ -115,6 +117,7 @@ def copy_task_dataset(examples=96, seed=0):
     )
 
 
+@pytest.mark.slow
 def test_fit_learns_copy_task_and_logs_epsilon():
     dataset = copy_task_dataset()
     schedule = seq2seq.InverseSigmoidSamplingSchedule(k=3)
@@ -131,6 +134,7 @@ def test_fit_learns_copy_task_and_logs_epsilon():
     np.testing.assert_allclose(history["epsilon"], expected, rtol=1e-5)
 
 
+@pytest.mark.slow
 def test_save_and_config_round_trip(tmp_path):
     model = make_model(
         "lstm", bidirectional=True, encoder_layers=2, context="every_step",

@@ -38,6 +38,7 @@ def make_model(cell, **kwargs):
     return model
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("cell", list(CELLS))
 @pytest.mark.parametrize("context", seq2seq.CONTEXTS)
 @pytest.mark.parametrize("bidirectional", [False, True])
@@ -54,6 +55,7 @@ def test_teacher_forced_logits_match_numpy(cell, context, bidirectional):
         np.testing.assert_allclose(logits[row], expected, rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("cell", list(CELLS))
 def test_greedy_decoding_matches_numpy(cell):
     model = make_model(cell, context="both", bidirectional=True, encoder_layers=2)

@@ -15,6 +15,9 @@ from kerasrnn import seq2seq
 from kerasrnn.seq2seq.serving import BATCH_STEP, LENGTH_STEP, padded_to_bucket
 from tensorflow.core.protobuf import saved_model_pb2
 
+# Every test here exports or serves a SavedModel.
+pytestmark = pytest.mark.slow
+
 LETTERS = list("abcdef")
 PHONES = ["AA", "B", "K", "D", "EH", "F"]
 # 15 words: with XLA the batch is padded to 16, and the longest source (cut
@@ -115,6 +118,7 @@ def in_process(model, source, target, word):
     )
 
 
+@pytest.mark.slow
 def test_served_answers_equal_the_python_api(exported):
     model, source, target, served = exported
     for index, word in enumerate(WORDS):
@@ -136,6 +140,7 @@ def test_odd_inputs_have_their_documented_results(exported):
     assert emitted <= set(PHONES) | {"<unk>"}
 
 
+@pytest.mark.slow
 def test_compiled_export_answers_as_the_uncompiled_one(exported, exported_without_xla):
     *_, served = exported
     plain = exported_without_xla
@@ -147,6 +152,7 @@ def test_compiled_export_answers_as_the_uncompiled_one(exported, exported_withou
     np.testing.assert_allclose(served["beam_log_probs"], plain["beam_log_probs"], rtol=1e-5)
 
 
+@pytest.mark.slow
 def test_only_the_compiled_export_holds_an_xla_function(exported, tmp_path):
     model, source, target, _ = exported
     assert xla_compiled_functions(export(model, source, target, tmp_path / "xla"))
@@ -205,6 +211,7 @@ def test_bad_export_arguments(exported, tmp_path):
         seq2seq.export_serving(model, a_file, source, target)
 
 
+@pytest.mark.slow
 def test_served_signature_names_the_expected_rank(exported, tmp_path):
     model, source, target, _ = exported
     path = tmp_path / "saved_model"
@@ -219,6 +226,7 @@ def test_served_signature_names_the_expected_rank(exported, tmp_path):
             serve(texts=texts)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "attention, jit_compile", [("bahdanau", True), ("luong", True), ("luong", False)]
 )
