@@ -42,6 +42,11 @@ d_{t-1} in the Bahdanau score is the first component of the decoder state
 (h_{t-1} for every kerasrnn cell and Keras's). With attention the decoder is
 unrolled by `unroll`, the same step function (`decode_step`) that scheduled
 sampling and every decoder call, so training and decoding cannot drift apart.
+Luong without input feeding (`input_feeding=False`: the cell reads only
+E y_{t-1}) is the exception under teacher forcing: no step's input depends on
+an earlier step's attention, so `teacher_forced` runs the cell over all T
+steps in `keras.layers.RNN` and attends for all of them at once (the same
+equations; a NumPy reference of the step-by-step form holds both to them).
 
 Token ids follow `kerasrnn.seq2seq.vocabulary`: 0 pads, 1 starts, 2 ends.
 The source embedding masks padding (`mask_zero=True`), so the encoder reads
