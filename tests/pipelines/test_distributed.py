@@ -9,10 +9,12 @@ hold different numbers of tokens and still follow one device.
 """
 
 import json
+import random
 import socket
 import subprocess
 import sys
 import textwrap
+import time
 
 import keras
 import numpy as np
@@ -95,51 +97,80 @@ def test_mirrored_over_two_logical_cpus_matches_one_device(
 
 
 def free_ports(count):
-    sockets = [socket.socket() for _ in range(count)]
-    for s in sockets:
-        s.bind(("127.0.0.1", 0))
-    ports = [s.getsockname()[1] for s in sockets]
-    for s in sockets:
-        s.close()
-    return ports
+    """`count` ports to serve the workers on, below the kernel's ephemeral
+    range: a port from that range (what binding port 0 returns) can be handed
+    to a worker's outgoing connection before the other worker binds it, and
+    the worker that cannot bind leaves its peer waiting for it."""
+    ports = []
+    for port in random.Random().sample(range(20000, 32000), 1000):
+        with socket.socket() as probe:
+            try:
+                probe.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        ports.append(port)
+        if len(ports) == count:
+            return ports
+    raise RuntimeError("no free ports between 20000 and 32000")
 
 
-def run_two_workers(tmp_path, command):
+def run_two_workers(tmp_path, command, timeout=600):
     """Run `command` as workers 0 and 1 of a localhost cluster; return its
-    `--out`. Each worker's scratch directory is `tmp_path / scratchN`."""
+    `--out`. Each worker's scratch directory is `tmp_path / scratchN`.
+
+    Both workers share one deadline. If either fails or the deadline
+    passes, both are stopped and the failure shows both workers' output
+    (a worker that dies leaves its peer waiting in a collective).
+    """
     out = tmp_path / "multiworker"
     cluster = {"worker": [f"127.0.0.1:{port}" for port in free_ports(2)]}
-    processes = []
+    processes, logs = [], []
     for index in range(2):
         scratch = tmp_path / f"scratch{index}"
         scratch.mkdir()
         env = subprocess_env()
         env["TMPDIR"] = str(scratch)
+        env["PYTHONUNBUFFERED"] = "1"
         env["TF_CONFIG"] = json.dumps(
             {"cluster": cluster, "task": {"type": "worker", "index": index}}
         )
-        processes.append(
-            subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "kerasrnn_pipelines",
-                    *command,
-                    "--strategy",
-                    "multiworker",
-                    "--out",
-                    str(out),
-                ],
-                cwd=REPOSITORY,
-                env=env,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                text=True,
+        logs.append(tmp_path / f"worker{index}.log")
+        with open(logs[-1], "w") as log:
+            processes.append(
+                subprocess.Popen(
+                    [
+                        sys.executable,
+                        "-m",
+                        "kerasrnn_pipelines",
+                        *command,
+                        "--strategy",
+                        "multiworker",
+                        "--out",
+                        str(out),
+                    ],
+                    cwd=REPOSITORY,
+                    env=env,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                )
             )
-        )
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        codes = [process.poll() for process in processes]
+        if None not in codes or any(code not in (None, 0) for code in codes):
+            break
+        time.sleep(0.5)
     for process in processes:
-        output, _ = process.communicate(timeout=600)
-        assert process.returncode == 0, output[-3000:]
+        if process.poll() is None:
+            process.kill()
+        process.wait()
+    codes = [process.returncode for process in processes]
+    if codes != [0, 0]:
+        report = "\n".join(
+            f"--- worker {index} (exit {code}):\n{log.read_text()[-3000:]}"
+            for index, (code, log) in enumerate(zip(codes, logs))
+        )
+        pytest.fail(f"workers did not both finish within {timeout} s\n{report}")
     assert read_metrics(out)["replicas"] == 2
     return out
 
