@@ -60,6 +60,22 @@ def weighted_sum(weights, memory):
     return ops.einsum("bs,bsm->bm", weights, memory)
 
 
+def attend_for_each_query(scores, mask, memory):
+    """α and a for T queries per example.
+
+    Args:
+        scores: `(batch, T, S)` e_tj.
+        mask: `(batch, S)` bool M, the same for every query.
+        memory: `(batch, S, m)` H.
+
+    Returns:
+        `(context (batch, T, m), weights (batch, T, S) float32)`.
+    """
+    weights = masked_softmax(scores, ops.expand_dims(mask, 1))
+    context = ops.einsum("bts,bsm->btm", ops.cast(weights, memory.dtype), memory)
+    return context, weights
+
+
 @keras.saving.register_keras_serializable(package="kerasrnn")
 class BahdanauAttention(keras.layers.Layer):
     """Additive attention (Bahdanau et al., 2015).
@@ -104,21 +120,29 @@ class BahdanauAttention(keras.layers.Layer):
         return self.memory_projection(memory)
 
     def call(self, query, keys, memory, mask):
-        """One step of attention.
+        """Attention for one query per example, or for T of them.
 
         Args:
-            query: `(batch, q)` s.
+            query: `(batch, q)` s, or `(batch, T, q)` (beam search's B
+                hypotheses of an example score against its one memory).
             keys: `(batch, S, u)` from `keys(memory)`.
             memory: `(batch, S, m)` H.
             mask: `(batch, S)` bool M.
 
         Returns:
-            `(context (batch, m), weights (batch, S) float32)`: a and α.
+            `(context, weights)`: a `(batch, m)` and α `(batch, S)` float32
+            for one query; `(batch, T, m)` and `(batch, T, S)` for T.
         """
-        hidden = ops.tanh(self.query_projection(query)[:, None, :] + keys)
+        if len(query.shape) == 2:
+            hidden = ops.tanh(self.query_projection(query)[:, None, :] + keys)
+            scores = ops.squeeze(self.score_vector(hidden), axis=-1)
+            weights = masked_softmax(scores, mask)
+            return weighted_sum(weights, memory), weights
+        hidden = ops.tanh(
+            self.query_projection(query)[:, :, None, :] + keys[:, None, :, :]
+        )
         scores = ops.squeeze(self.score_vector(hidden), axis=-1)
-        weights = masked_softmax(scores, mask)
-        return weighted_sum(weights, memory), weights
+        return attend_for_each_query(scores, mask, memory)
 
     def closed_form_params(self):
         """`(description, [(label, count)], formula)` for `explain_params`."""
@@ -193,7 +217,8 @@ class LuongAttention(keras.layers.Layer):
         of them in one batched product.
 
         Args:
-            query: `(batch, n)` s_t, or `(batch, T, n)` s_1 … s_T.
+            query: `(batch, n)` s_t, or `(batch, T, n)`: s_1 … s_T, or
+                beam search's B hypotheses of an example.
             keys: `(batch, S, n)` from `keys(memory)`.
             memory: `(batch, S, m)` H.
             mask: `(batch, S)` bool M.
@@ -206,10 +231,9 @@ class LuongAttention(keras.layers.Layer):
             scores = ops.einsum("bn,bsn->bs", query, keys)
             weights = masked_softmax(scores, mask)
             return weighted_sum(weights, memory), weights
-        scores = ops.einsum("btn,bsn->bts", query, keys)
-        weights = masked_softmax(scores, ops.expand_dims(mask, 1))
-        context = ops.einsum("bts,bsm->btm", ops.cast(weights, memory.dtype), memory)
-        return context, weights
+        return attend_for_each_query(
+            ops.einsum("btn,bsn->bts", query, keys), mask, memory
+        )
 
     def attentional(self, query, context):
         """ã = tanh(W_c [s; a]): `(..., n)`, `(..., m)` -> `(..., n)`."""

@@ -271,7 +271,10 @@ def compiled_beam_search(model, source_ids, width, max_length, alpha, return_ali
         return tf.repeat(tensor, width, axis=0)
 
     states = [tile(state) for state in states]
-    context = tf.nest.map_structure(tile, context)
+    # The B hypotheses of an example attend to its one memory (keys, mask):
+    # copying it per beam would move B times the memory at every step.
+    if "context" in context:
+        context = {**context, "context": tile(context["context"])}
     vocabulary_size = model.target_vocabulary_size
     # Only beam 0 is alive at first, so the first step expands one hypothesis.
     log_probs = tf.tile(
@@ -301,7 +304,8 @@ def compiled_beam_search(model, source_ids, width, max_length, alpha, return_ali
 
     def step(t, previous, states, finished, hypotheses):
         logits, new_states, alignment = model.decode_step(
-            previous, states, context, return_alignment=True
+            previous, states, context, return_alignment=True,
+            queries_per_source=width,
         )
         step_log_probs = tf.reshape(
             next_token_log_probs(logits), [batch, width, vocabulary_size]

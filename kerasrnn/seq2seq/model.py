@@ -511,7 +511,10 @@ class Seq2Seq(keras.Model):
         return ops.concatenate([forward, outputs[:, 0, half:]], axis=-1)
 
     # ---------------------------------------------------------------- decode
-    def decode_step(self, tokens, states, context, training=False, return_alignment=False):
+    def decode_step(
+        self, tokens, states, context, training=False, return_alignment=False,
+        queries_per_source=1,
+    ):
         """One decoder step: y_{t-1} and d_{t-1} -> logits of y_t and d_t.
 
         The equations are the module doc's; this is the only place they are
@@ -523,6 +526,11 @@ class Seq2Seq(keras.Model):
             context: The dict `encode` returns.
             training: Whether decoder dropout applies.
             return_alignment: Also return α_t (attention models only).
+            queries_per_source: k when `tokens` and `states` hold k
+                consecutive rows per example of `context`'s memory (beam
+                search's hypotheses; `context["context"]` repeated k times
+                too): `batch` is k times the memory's. The k rows attend to
+                the example's one memory instead of k copies of it.
 
         Returns:
             `(logits (batch, V), new_states)`, and α_t `(batch, S)` float32
@@ -534,9 +542,7 @@ class Seq2Seq(keras.Model):
         cell_states = list(states)
         alignment = None
         if self.attention_kind == "bahdanau":
-            attended, alignment = self.attention(
-                states[0], context["keys"], context["memory"], context["mask"]
-            )
+            attended, alignment = self.attend(states[0], context, queries_per_source)
             pieces.append(attended)
         if self.feeds_attentional_vector:
             pieces.append(cell_states.pop())
@@ -546,9 +552,7 @@ class Seq2Seq(keras.Model):
             list(new_states) if isinstance(new_states, (list, tuple)) else [new_states]
         )
         if self.attention_kind == "luong":
-            attended, alignment = self.attention(
-                output, context["keys"], context["memory"], context["mask"]
-            )
+            attended, alignment = self.attend(output, context, queries_per_source)
             output = self.attention.attentional(output, attended)
             if self.feeds_attentional_vector:
                 new_states.append(output)
@@ -556,6 +560,19 @@ class Seq2Seq(keras.Model):
         if return_alignment:
             return logits, new_states, alignment
         return logits, new_states
+
+    def attend(self, query, context, queries_per_source):
+        """a_t and α_t for `(batch, q)` queries, `queries_per_source` rows per
+        memory: `(batch, m)` and `(batch, S)` float32."""
+        arguments = (context["keys"], context["memory"], context["mask"])
+        if queries_per_source == 1:
+            return self.attention(query, *arguments)
+        grouped = ops.reshape(query, (-1, queries_per_source, query.shape[-1]))
+        attended, alignment = self.attention(grouped, *arguments)
+        return (
+            ops.reshape(attended, (-1, attended.shape[-1])),
+            ops.reshape(alignment, (-1, ops.shape(alignment)[-1])),
+        )
 
     def call(self, inputs, training=None):
         source_ids, decoder_input = self.split_inputs(inputs)

@@ -95,6 +95,43 @@ def test_score_layers_match_numpy(kind):
         np.testing.assert_allclose(again[row], context[row], rtol=1e-6)
 
 
+@pytest.mark.parametrize("kind", ["bahdanau", "luong"])
+def test_several_queries_per_example_match_numpy(kind):
+    """`(batch, T, q)` queries (beam search's hypotheses, Luong's teacher
+    forcing) each score against their example's one memory."""
+    rng = np.random.default_rng(1)
+    batch, queries, length, memory_size, query_size = 3, 2, 5, 6, 4
+    layer = BahdanauAttention(7) if kind == "bahdanau" else LuongAttention(query_size)
+    layer.build_for(query_size, memory_size)
+    for weight in layer.weights:
+        weight.assign(rng.normal(0, 1, weight.shape))
+    query = rng.normal(size=(batch, queries, query_size)).astype("float32")
+    memory = rng.normal(size=(batch, length, memory_size)).astype("float32")
+    lengths = [5, 2, 0]
+    mask = np.arange(length)[None] < np.array(lengths)[:, None]
+    context, weights = layer(query, layer.keys(memory), memory, mask)
+    assert context.shape == (batch, queries, memory_size)
+    assert weights.shape == (batch, queries, length)
+    kernels = [np.asarray(w, np.float64) for w in layer.weights]
+    for row, real in enumerate(lengths):
+        h = memory[row, :real].astype(np.float64)
+        for t in range(queries):
+            if real == 0:
+                np.testing.assert_array_equal(weights[row, t], 0.0)
+                np.testing.assert_array_equal(context[row, t], 0.0)
+                continue
+            if kind == "bahdanau":
+                scores = additive_scores(
+                    query[row, t], h, kernels[0], kernels[1], kernels[2][:, 0]
+                )
+            else:
+                scores = general_scores(query[row, t], h, kernels[0])
+            alpha = softmax(scores)
+            np.testing.assert_allclose(weights[row, t, :real], alpha, rtol=1e-5, atol=1e-6)
+            np.testing.assert_array_equal(weights[row, t, real:], 0.0)
+            np.testing.assert_allclose(context[row, t], alpha @ h, rtol=1e-5, atol=1e-6)
+
+
 # ------------------------------------------------------------ the decoder
 @pytest.mark.slow
 @pytest.mark.parametrize(
