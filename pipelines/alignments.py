@@ -34,10 +34,15 @@ def draw_alignments(examples, columns=4):
     for axis in axes.flat[len(examples):]:
         axis.set_axis_off()
     for axis, (source, output, weights) in zip(axes.flat, examples):
+        axis.set_title("".join(source), fontsize=9)
+        if not output:
+            # A decoder that ends at once leaves no row: there is no image.
+            axis.text(0.5, 0.5, "(empty output)", ha="center", va="center")
+            axis.set_axis_off()
+            continue
         axis.imshow(weights, cmap="Greys", vmin=0.0, vmax=1.0, aspect="auto")
         axis.set_xticks(range(len(source)), source)
         axis.set_yticks(range(len(output)), output, fontsize=7)
-        axis.set_title("".join(source), fontsize=9)
     figure.tight_layout()
     return figure
 
