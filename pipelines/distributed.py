@@ -154,4 +154,8 @@ def fit_multiworker(
         callback_list.on_epoch_end(epoch, logs)
         if model.stop_training:
             break
+    # As `model.fit` does: an optimizer that averages the weights
+    # (`--ema-momentum`) now puts the average into the model.
+    with strategy.scope():
+        model.optimizer.finalize_variable_values(model.trainable_variables)
     callback_list.on_train_end(logs)

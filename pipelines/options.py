@@ -106,6 +106,9 @@ non_negative_float = number_type(
 dropout_rate = number_type(
     "a number in [0, 1)", float, lambda v: 0.0 <= v < 1.0
 )
+momentum = number_type(
+    "a number in (0, 1)", float, lambda v: 0.0 < v < 1.0
+)
 seed_value = number_type(
     "an integer in [0, 2**32 - 1]", int, lambda v: 0 <= v < SEED_LIMIT
 )
@@ -202,6 +205,14 @@ class RunConfig:
         None,
         positive_float,
         "clip each gradient to this L2 norm (eq:rnn-clip); no clipping if unset",
+        unset=True,
+    )
+    ema_momentum: Optional[float] = option(
+        None,
+        momentum,
+        "keep an exponential moving average of the weights with this "
+        "momentum m (about the last 1/(1 - m) steps) and end training with "
+        "it (Polyak averaging); off if unset",
         unset=True,
     )
     seed: int = option(

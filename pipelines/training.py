@@ -97,10 +97,22 @@ class RunContext:
         return self.strategy.scope()
 
     def optimizer(self):
-        """Adam with `--learning-rate` and `--clipnorm` (eq:rnn-clip)."""
+        """Adam with `--learning-rate`, `--clipnorm` (eq:rnn-clip) and
+        `--ema-momentum`.
+
+        With a momentum m the optimizer keeps w̄ ← m·w̄ + (1 − m)·w after
+        every step (Keras's `use_ema`; w̄ starts at the first step's
+        weights), and `fit` ends by copying w̄ into the model. The average
+        is an optimizer variable, so backups carry it and a resumed run
+        continues it.
+        """
+        averaging = {}
+        if self.config.ema_momentum is not None:
+            averaging = {"use_ema": True, "ema_momentum": self.config.ema_momentum}
         return keras.optimizers.Adam(
             learning_rate=self.config.learning_rate,
             clipnorm=self.config.clipnorm,
+            **averaging,
         )
 
     def compile(self, model, loss, metrics=None, weighted_metrics=None):

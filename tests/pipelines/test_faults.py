@@ -29,6 +29,7 @@ from kerasrnn_pipelines.run_directory import claim_run_directory
 from kerasrnn_pipelines.tasks import load_task
 from kerasrnn_pipelines.training import RunContext, baseline_verdict
 from tests.pipelines.conftest import REPOSITORY, read_metrics, subprocess_env
+from tests.pipelines.interruptions import KillAtEpochBegin, Killed
 
 
 def test_a_tfds_dataset_missing_offline_fails_at_once_saying_how_to_get_it(
@@ -328,20 +329,6 @@ def test_a_backup_written_with_other_options_is_left_alone_not_damaged(
         )
     assert (tmp_path / "epoch-000002" / "model.weights.h5").read_bytes() == before
     assert TrainingBackup(tmp_path, "forecast", {"seed": 0}).restore(model) == 2
-
-
-class Killed(Exception):
-    """Stands for SIGKILL: nothing after it runs."""
-
-
-class KillAtEpochBegin(keras.callbacks.Callback):
-    def __init__(self, epoch):
-        super().__init__()
-        self.epoch = epoch
-
-    def on_epoch_begin(self, epoch, logs=None):
-        if epoch == self.epoch:
-            raise Killed()
 
 
 def resumable_setup(tmp_path, rng, epochs):
