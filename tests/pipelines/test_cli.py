@@ -223,9 +223,10 @@ def test_precedence_defaults_then_preset_then_quick_then_typed():
 
     # --quick wins over --preset, which wins over the defaults.
     full = cli.parse_config(["g2p", "--preset", "full"])
-    assert (full.units, full.epochs, full.beam_width) == (256, 10, 5)
+    assert (full.units, full.epochs, full.cell_dropout) == (256, 14, 0.3)
+    assert full.beam_width == G2PConfig().beam_width == 2
     both = cli.parse_config(["g2p", "--preset", "full", "--quick", "--epochs", "3"])
-    assert (both.units, both.epochs, both.beam_width) == (32, 3, 2)
+    assert (both.units, both.epochs, both.cell_dropout) == (32, 3, 0.3)
 
 
 def test_configurations_are_frozen_and_check_every_value():
