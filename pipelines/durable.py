@@ -29,6 +29,12 @@ def scratch_name(path):
     return path.with_name(f".partial-{path.name}")
 
 
+def is_scratch_name(name):
+    """Whether `name` is a `scratch_name`: a file in flight (or left by a
+    kill mid-write), not anything a user put there."""
+    return name.startswith(".partial-")
+
+
 def remove(path):
     """Remove a file or a directory tree; nothing if it does not exist."""
     path = pathlib.Path(path)

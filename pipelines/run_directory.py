@@ -27,6 +27,7 @@ import json
 import os
 import pathlib
 import tempfile
+import time
 
 from kerasrnn_pipelines import durable
 
@@ -262,7 +263,7 @@ def take_lock(path):
         try:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            holder = lock.read().strip() or "unknown"
+            holder = read_holder(lock)
             lock.close()
             raise RunDirectoryError(
                 f"--out {path} is in use by another run (process {holder}); "
@@ -276,6 +277,19 @@ def take_lock(path):
         # A refused claim removed the file between our open and our lock:
         # this lock guards nothing, so take the one on the current file.
         lock.close()
+
+
+def read_holder(lock, patience=1.0):
+    """The process id in a lock file another process holds, waiting up to
+    `patience` seconds: the holder writes it once its claim is accepted,
+    a few milliseconds after taking the lock."""
+    deadline = time.monotonic() + patience
+    while True:
+        lock.seek(0)
+        holder = lock.read().strip()
+        if holder or time.monotonic() > deadline:
+            return holder or "unknown"
+        time.sleep(0.01)
 
 
 def name_holder(lock):
@@ -365,12 +379,19 @@ def claim_run_directory(
             f"--out {path} cannot be used: {error.strerror or error}"
         ) from None
     try:
-        record = read_record(path)
+        # Listed before the record is read: on a worker that does not lock,
+        # the chief may be renaming the record into place meanwhile. Files
+        # in flight (the chief's, or a kill's leftovers) are not contents.
         entries = (
-            {entry.name for entry in path.iterdir()} - {LOCK}
+            {
+                entry.name
+                for entry in path.iterdir()
+                if entry.name != LOCK and not durable.is_scratch_name(entry.name)
+            }
             if path.is_dir()
             else set()
         )
+        record = read_record(path)
         problem = refusal(path, task, wanted, record, entries)
         ours = record is not None and record.get("task") == task
         if problem and not (overwrite or (restart and ours)):

@@ -2,12 +2,14 @@
 `--restart` and `--overwrite`, the commit of the final outputs, and real
 `kerasrnn-train` processes contending for one `--out`."""
 
+import fcntl
 import json
 import os
 import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 
 import pytest
@@ -201,6 +203,38 @@ def test_a_directory_without_a_run_needs_overwrite(tmp_path):
     assert (tmp_path / "notes.txt").read_text() == "the user's own file"
     with claim(tmp_path) as directory:  # now this run's
         assert directory.fingerprint == FINGERPRINT
+
+
+def test_a_record_still_in_flight_is_not_someone_elses_file(tmp_path, monkeypatch):
+    # What a chief in the middle of writing run.json shows a worker that
+    # starts beside it, and what a kill at that moment leaves for the rerun.
+    (tmp_path / ".partial-run.json").write_text('{"task": "forec')
+    cluster = {"worker": ["127.0.0.1:1", "127.0.0.1:2"]}
+    monkeypatch.setenv(
+        "TF_CONFIG",
+        json.dumps({"cluster": cluster, "task": {"type": "worker", "index": 1}}),
+    )
+    worker = claim(tmp_path, strategy="multiworker")
+    assert not worker.chief
+    monkeypatch.delenv("TF_CONFIG")
+    with claim(tmp_path) as directory:
+        assert directory.chief and not directory.complete
+    assert json.loads((tmp_path / "run.json").read_text())["task"] == "forecast"
+
+
+def test_a_refused_claim_waits_for_the_holder_to_write_its_process_id(tmp_path):
+    claim(tmp_path).release()
+    # Hold the lock the way a claim does before it has written its id.
+    with open(tmp_path / ".lock", "r+") as held:
+        held.truncate()
+        fcntl.flock(held, fcntl.LOCK_EX)
+        writer = threading.Timer(0.2, lambda: (held.write("4242\n"), held.flush()))
+        writer.start()
+        try:
+            with pytest.raises(RunDirectoryError, match=r"\(process 4242\)"):
+                claim(tmp_path)
+        finally:
+            writer.join()
 
 
 def test_overwrite_keeps_this_runs_own_progress(tmp_path):
