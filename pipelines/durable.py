@@ -20,19 +20,23 @@ def fsync_path(path):
         os.close(descriptor)
 
 
+#: How `scratch_name` marks a file in flight.
+SCRATCH_PREFIX = ".partial-"
+
+
 def scratch_name(path):
     """The hidden name beside `path` under which it is written first.
 
     The suffix is kept, since Keras and Matplotlib choose the format by it.
     """
     path = pathlib.Path(path)
-    return path.with_name(f".partial-{path.name}")
+    return path.with_name(f"{SCRATCH_PREFIX}{path.name}")
 
 
 def is_scratch_name(name):
     """Whether `name` is a `scratch_name`: a file in flight (or left by a
     kill mid-write), not anything a user put there."""
-    return name.startswith(".partial-")
+    return name.startswith(SCRATCH_PREFIX)
 
 
 def remove(path):
