@@ -39,20 +39,28 @@ def build_model(config, source_vocabulary, target_vocabulary):
     """`Seq2Seq` over two vocabularies: `--cell` with `--units` and
     `--cell-dropout`, `--layers` encoder layers (`--bidirectional`),
     `--embedding`, `--context`, `--attention` (`--input-feeding`) and
-    `--scheduled-sampling`."""
-    return seq2seq.Seq2Seq(
-        source_vocabulary.size,
-        target_vocabulary.size,
-        make_cell(config, config.units),
-        embedding_dim=config.embedding,
-        encoder_layers=config.layers,
-        bidirectional=config.bidirectional,
-        context=config.context,
-        attention=None if config.attention == "none" else config.attention,
-        input_feeding=config.input_feeding if config.attention == "luong" else None,
-        sampling_schedule=sampling_schedule(config),
-        seed=config.seed,
-    )
+    `--scheduled-sampling`; with `--ensemble N` > 1 a `Seq2SeqEnsemble` of N
+    such models (member k's sampling seed `--seed` + k)."""
+    members = [
+        seq2seq.Seq2Seq(
+            source_vocabulary.size,
+            target_vocabulary.size,
+            make_cell(config, config.units),
+            embedding_dim=config.embedding,
+            encoder_layers=config.layers,
+            bidirectional=config.bidirectional,
+            context=config.context,
+            attention=None if config.attention == "none" else config.attention,
+            input_feeding=config.input_feeding if config.attention == "luong" else None,
+            sampling_schedule=sampling_schedule(config),
+            seed=config.seed + index,
+            name=f"seq2seq_{index}" if config.ensemble > 1 else None,
+        )
+        for index in range(config.ensemble)
+    ]
+    if config.ensemble == 1:
+        return members[0]
+    return seq2seq.Seq2SeqEnsemble(members, name="seq2seq_ensemble")
 
 
 def step_decay(learning_rate, epoch, epochs):

@@ -6,6 +6,8 @@
   `SequenceCrossEntropy` and `teacher_forcing_pair` to train it with `fit`.
 - `LinearSamplingSchedule`, `ExponentialSamplingSchedule`,
   `InverseSigmoidSamplingSchedule`: ε of scheduled sampling.
+- `Seq2SeqEnsemble`: N encoder–decoders trained side by side, decoded with
+  the mean of their next-token distributions.
 - `greedy_decode`, `sample_decode`, `beam_search_decode`: compiled decoders.
 - `Vocabulary` and the reserved ids `PAD_ID`, `START_ID`, `END_ID`,
   `UNKNOWN_ID`.
@@ -22,6 +24,7 @@ from kerasrnn.seq2seq.decoding import (
     greedy_decode,
     sample_decode,
 )
+from kerasrnn.seq2seq.ensemble import Seq2SeqEnsemble
 from kerasrnn.seq2seq.model import (
     CONTEXTS,
     Seq2Seq,
@@ -57,6 +60,7 @@ __all__ = [
     "START_ID",
     "SamplingSchedule",
     "Seq2Seq",
+    "Seq2SeqEnsemble",
     "SequenceCrossEntropy",
     "StringSeq2Seq",
     "UNKNOWN_ID",

@@ -1,4 +1,6 @@
-"""Decoding a `Seq2Seq` model: greedy, temperature sampling and beam search.
+"""Decoding a `Seq2Seq` model (or a `Seq2SeqEnsemble`, which decodes with
+the mean of its members' next-token distributions): greedy, temperature
+sampling and beam search.
 
 Each decoder checks its arguments in Python, then runs one `tf.function`
 built from a `tf.while_loop` over fixed-size tensors — no Python work per
@@ -23,6 +25,7 @@ after the sequence ended; beam search reorders them with its hypotheses.
 import numpy as np
 import tensorflow as tf
 
+from kerasrnn.seq2seq.ensemble import Seq2SeqEnsemble
 from kerasrnn.seq2seq.model import FORBIDDEN_LOG_PROB, Seq2Seq, next_token_log_probs
 from kerasrnn.seq2seq.vocabulary import END_ID, PAD_ID, START_ID
 from kerasrnn.validation import (
@@ -34,11 +37,15 @@ from kerasrnn.validation import (
 )
 
 
+#: The models the decoders and `export_serving` take.
+DECODABLE_MODELS = (Seq2Seq, Seq2SeqEnsemble)
+
+
 def check_decoder_arguments(model, source_ids, return_alignments):
     """Refuse what the model cannot decode, before any TensorFlow op runs.
 
     Args:
-        model: Must be a `Seq2Seq`.
+        model: Must be a `Seq2Seq` or a `Seq2SeqEnsemble`.
         source_ids: `(batch, S)` integer ids in [0, source vocabulary), S ≥ 1.
             A tensor inside a `tf.function` is checked for rank and dtype
             only: its values are not known before it runs.
@@ -47,10 +54,7 @@ def check_decoder_arguments(model, source_ids, return_alignments):
     Returns:
         `(source_ids as an int32 tensor, return_alignments as a bool)`.
     """
-    if not isinstance(model, Seq2Seq):
-        raise ValueError(
-            f"Argument `model` must be a kerasrnn.seq2seq.Seq2Seq. Received: model={model!r}"
-        )
+    check_decodable(model)
     return_alignments = check_bool("return_alignments", return_alignments)
     if return_alignments and model.attention is None:
         raise ValueError(
@@ -77,6 +81,14 @@ def check_decoder_arguments(model, source_ids, return_alignments):
         )
     ids = check_ids("source_ids", ids, model.source_vocabulary_size)
     return tf.constant(ids, tf.int32), return_alignments
+
+
+def check_decodable(model):
+    if not isinstance(model, DECODABLE_MODELS):
+        raise ValueError(
+            "Argument `model` must be a kerasrnn.seq2seq.Seq2Seq or "
+            f"Seq2SeqEnsemble. Received: model={model!r}"
+        )
 
 
 def append_token(sequences, t, tokens):
@@ -178,7 +190,7 @@ def greedy_decode(model, source_ids, max_length, return_alignments=False):
     """y_t = argmax_y p(y | y_<t, c) at every step.
 
     Args:
-        model: A `Seq2Seq` model.
+        model: A `Seq2Seq` or `Seq2SeqEnsemble`.
         source_ids: `(batch, S)` int ids, right-padded with 0.
         max_length: Positive int, the most tokens emitted per example.
         return_alignments: Also return α (attention models only).
@@ -224,7 +236,7 @@ def sample_decode(
     `seed` and inputs give the same samples, with or without XLA.
 
     Args:
-        model: A `Seq2Seq` model.
+        model: A `Seq2Seq` or `Seq2SeqEnsemble`.
         source_ids: `(batch, S)` int ids, right-padded with 0.
         max_length: Positive int, the most tokens emitted per example.
         temperature: Positive float; < 1 sharpens, > 1 flattens.
@@ -266,15 +278,11 @@ def compiled_beam_search(model, source_ids, width, max_length, alpha, return_ali
     states, context = model.encode(source_ids)
     batch = tf.shape(source_ids)[0]
 
-    def tile(tensor):
-        """(batch, …) -> (batch·B, …), each example's rows side by side."""
-        return tf.repeat(tensor, width, axis=0)
-
-    states = [tile(state) for state in states]
-    # The B hypotheses of an example attend to its one memory (keys, mask):
+    # (batch, …) -> (batch·B, …), each example's B rows side by side. The B
+    # hypotheses of an example attend to its one memory (keys, mask):
     # copying it per beam would move B times the memory at every step.
-    if "context" in context:
-        context = {**context, "context": tile(context["context"])}
+    states = [tf.repeat(state, width, axis=0) for state in states]
+    context = model.context_for_beams(context, width)
     vocabulary_size = model.target_vocabulary_size
     # Only beam 0 is alive at first, so the first step expands one hypothesis.
     log_probs = tf.tile(
@@ -388,7 +396,7 @@ def beam_search_decode(
     included — are reordered with the hypotheses at every step.
 
     Args:
-        model: A `Seq2Seq` model.
+        model: A `Seq2Seq` or `Seq2SeqEnsemble`.
         source_ids: `(batch, S)` int ids, right-padded with 0.
         beam_width: Positive int, B.
         max_length: Positive int, the most tokens per hypothesis.

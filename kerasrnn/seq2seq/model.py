@@ -144,9 +144,12 @@ class SequenceCrossEntropy(keras.losses.Loss):
     replicas, so data-parallel training follows the same gradient as one
     device.
 
+    An ensemble's `(N, batch, T, V)` logits (`Seq2SeqEnsemble`) are each
+    scored against the same targets and the N losses summed.
+
     Call arguments:
         y_true: `(batch, T)` int target ids.
-        y_pred: `(batch, T, V)` logits.
+        y_pred: `(batch, T, V)` logits, or `(N, batch, T, V)`.
     """
 
     def __init__(self, name="sequence_cross_entropy", **kwargs):
@@ -154,18 +157,24 @@ class SequenceCrossEntropy(keras.losses.Loss):
 
     def call(self, y_true, y_pred):
         y_true = ops.cast(y_true, "int32")
+        mask = ops.cast(ops.not_equal(y_true, PAD_ID), y_pred.dtype)
+        tokens, replicas = ops.sum(mask), 1
+        if len(y_pred.shape) == len(y_true.shape) + 2:
+            y_true = ops.broadcast_to(y_true, ops.shape(y_pred)[:-1])
+            mask = ops.broadcast_to(mask, ops.shape(y_true))
         token_loss = keras.losses.sparse_categorical_crossentropy(
             y_true, y_pred, from_logits=True
         )
-        mask = ops.cast(ops.not_equal(y_true, PAD_ID), token_loss.dtype)
-        tokens, replicas = ops.sum(mask), 1
+        mask = ops.cast(mask, token_loss.dtype)
         replica = tf.distribute.get_replica_context()
         if replica is not None and replica.num_replicas_in_sync > 1:
             replicas = replica.num_replicas_in_sync
             tokens = replica.all_reduce(tf.distribute.ReduceOp.SUM, tokens)
-        # Keras averages this over the replica's batch·T positions and
+        # Keras averages this over the replica's (N·)batch·T positions and
         # divides by the number of replicas (the gradients are then summed);
-        # this scale turns the result into Σ loss / (real tokens, all replicas).
+        # this scale turns the result into Σ loss / (real tokens, all
+        # replicas), summed over an ensemble's members: `tokens` counts the
+        # targets once.
         scale = ops.cast(ops.size(mask) * replicas, mask.dtype) / ops.maximum(
             tokens, 1.0
         )
@@ -237,6 +246,9 @@ class Seq2Seq(keras.Model):
         inputs: `{"source": (batch, S), "decoder_input": (batch, T)}` int
             ids (or the pair in that order), as `teacher_forcing_pair` makes.
         training: Whether dropout and scheduled sampling apply.
+        sampling_step: The training step i whose ε_i scheduled sampling
+            uses; default the optimizer's step count (a `Seq2SeqEnsemble`
+            passes its own: its members have no optimizer).
 
     Returns:
         `(batch, T, V)` logits of y_1 … y_T.
@@ -561,6 +573,14 @@ class Seq2Seq(keras.Model):
             return logits, new_states, alignment
         return logits, new_states
 
+    def context_for_beams(self, context, width):
+        """`context` for `width` consecutive hypotheses per example: c
+        repeated per hypothesis; the memory stays one per example (see
+        `decode_step`'s `queries_per_source`)."""
+        if "context" not in context:
+            return context
+        return {**context, "context": ops.repeat(context["context"], width, axis=0)}
+
     def attend(self, query, context, queries_per_source):
         """a_t and α_t for `(batch, q)` queries, `queries_per_source` rows per
         memory: `(batch, m)` and `(batch, S)` float32."""
@@ -574,12 +594,13 @@ class Seq2Seq(keras.Model):
             ops.reshape(alignment, (-1, ops.shape(alignment)[-1])),
         )
 
-    def call(self, inputs, training=None):
+    def call(self, inputs, training=None, sampling_step=None):
         source_ids, decoder_input = self.split_inputs(inputs)
         states, context = self.encode(source_ids, training=training)
         if training and self.sampling_schedule is not None:
             return self.scheduled_sampling(
-                decoder_input, states, context, self.current_epsilon(), training
+                decoder_input, states, context,
+                self.current_epsilon(sampling_step), training,
             )
         logits, _ = self.teacher_forced(decoder_input, states, context, training)
         return logits
@@ -721,9 +742,11 @@ class Seq2Seq(keras.Model):
         return alignments
 
     # ----------------------------------------------------- scheduled sampling
-    def current_epsilon(self):
-        """ε_i of the sampling schedule at the optimizer's step count i."""
-        step = 0 if self.optimizer is None else self.optimizer.iterations
+    def current_epsilon(self, step=None):
+        """ε_i of the sampling schedule at step i: `step`, by default the
+        optimizer's step count (0 before training)."""
+        if step is None:
+            step = 0 if self.optimizer is None else self.optimizer.iterations
         return self.sampling_schedule(step)
 
     def scheduled_sampling(self, decoder_input, states, context, epsilon, training):

@@ -1,4 +1,5 @@
-"""Export a trained `Seq2Seq` model as a string-in, string-out SavedModel.
+"""Export a trained `Seq2Seq` model (or `Seq2SeqEnsemble`) as a string-in,
+string-out SavedModel.
 
 The SavedModel holds the weights, both vocabularies (a
 `tf.lookup.StaticHashTable` for the source, a constant string tensor for the
@@ -65,8 +66,7 @@ import os
 import keras
 import tensorflow as tf
 
-from kerasrnn.seq2seq.decoding import beam_search_decode
-from kerasrnn.seq2seq.model import Seq2Seq
+from kerasrnn.seq2seq.decoding import beam_search_decode, check_decodable
 from kerasrnn.seq2seq.vocabulary import PAD_ID, UNKNOWN_ID, Vocabulary
 from kerasrnn.validation import (
     check_bool,
@@ -90,7 +90,7 @@ class StringSeq2Seq(tf.Module):
     """Strings in, strings out: text normalisation, ids and beam search.
 
     Args:
-        model: A trained `Seq2Seq` model.
+        model: A trained `Seq2Seq` or `Seq2SeqEnsemble`.
         source_vocabulary, target_vocabulary: The `Vocabulary` objects the
             model was trained with.
         split: `"characters"` (each Unicode character is a source token, as
@@ -122,11 +122,7 @@ class StringSeq2Seq(tf.Module):
         jit_compile=True,
     ):
         super().__init__(name="string_seq2seq")
-        if not isinstance(model, Seq2Seq):
-            raise ValueError(
-                "Argument `model` must be a kerasrnn.seq2seq.Seq2Seq. "
-                f"Received: model={model!r}"
-            )
+        check_decodable(model)
         for name, vocabulary, size in (
             ("source_vocabulary", source_vocabulary, model.source_vocabulary_size),
             ("target_vocabulary", target_vocabulary, model.target_vocabulary_size),
@@ -322,7 +318,7 @@ def export_serving(model, path, source_vocabulary, target_vocabulary, **options)
     """Write `model` and its vocabularies as one SavedModel at `path`.
 
     Args:
-        model: A trained `Seq2Seq` model.
+        model: A trained `Seq2Seq` or `Seq2SeqEnsemble`.
         path: Directory to write.
         source_vocabulary, target_vocabulary: `Vocabulary` objects.
         **options: `split`, `separator`, `lowercase`, `beam_width`,

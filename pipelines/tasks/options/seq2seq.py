@@ -58,6 +58,13 @@ class Seq2SeqConfig(RunConfig):
         "the decoder over all steps at once, a third faster per step, and "
         "g2p measured no loss)",
     )
+    ensemble: int = option(
+        1,
+        positive_int,
+        "train N encoder-decoders side by side (each its own initial "
+        "weights, the same batches) and decode with the mean of their "
+        "next-token probabilities; N times the training time",
+    )
     scheduled_sampling: str = option(
         "none",
         one_of(*SCHEDULES),

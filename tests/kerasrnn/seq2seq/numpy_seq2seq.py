@@ -19,6 +19,27 @@ from tests.kerasrnn import numpy_reference as ref
 PAD, START, END = 0, 1, 2
 
 
+def trimmed(row):
+    """A decoded row's ids up to and including <end>; the rest must be padding."""
+    row = list(np.asarray(row))
+    length = row.index(END) + 1 if END in row else len(row)
+    assert all(t == 0 for t in row[length:])
+    return row[:length]
+
+
+def assert_exhaustive_best(reference, source, sequences, log_probs, vocabulary_size,
+                           max_length, top):
+    """Each row's first `top` beams are the `top` best of every possible
+    output, ranked by the reference's log-probabilities (`all_hypotheses`)."""
+    for row in range(len(source)):
+        best = sorted(
+            reference.all_hypotheses(source[row], vocabulary_size, max_length),
+            key=lambda h: -h[1],
+        )[:top]
+        assert [trimmed(s) for s in np.asarray(sequences[row, :top])] == [h[0] for h in best]
+        np.testing.assert_allclose(log_probs[row, :top], [h[1] for h in best], rtol=1e-4)
+
+
 def log_softmax(logits):
     shifted = logits - logits.max()
     return shifted - np.log(np.exp(shifted).sum())

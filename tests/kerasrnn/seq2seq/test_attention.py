@@ -19,7 +19,7 @@ from tests.kerasrnn.seq2seq.numpy_attention import (
     general_scores,
     softmax,
 )
-from tests.kerasrnn.seq2seq.numpy_seq2seq import END
+from tests.kerasrnn.seq2seq.numpy_seq2seq import assert_exhaustive_best, trimmed
 
 SOURCE = np.array([[4, 5, 6, 7], [8, 4, 0, 0], [9, 0, 0, 0]])
 DECODER_INPUT = np.array([[1, 5, 4, 3], [1, 6, 0, 0], [1, 3, 4, 5]])
@@ -41,11 +41,6 @@ def make_model(attention, cell="lstm", **kwargs):
     for weight in model.attention.weights:
         weight.assign(rng.normal(0, 1.5, weight.shape))
     return model
-
-
-def trimmed(row):
-    row = list(np.asarray(row))
-    return row[: row.index(END) + 1] if END in row else row
 
 
 # ------------------------------------------------------------- score layers
@@ -246,14 +241,10 @@ def test_wide_beam_with_attention_finds_the_exhaustive_best(attention):
     # 4 emittable words and max_length 3: at most 4 + 16 + 64 live prefixes,
     # so a beam of 90 prunes nothing and must return the brute-force ranking.
     model = make_model(attention, bidirectional=True, context="both")
-    reference = NumpyAttentionSeq2Seq(model)
     sequences, log_probs, _ = seq2seq.beam_search_decode(model, SOURCE, 90, 3)
-    for row in range(len(SOURCE)):
-        hypotheses = sorted(
-            reference.all_hypotheses(SOURCE[row], 7, 3), key=lambda h: -h[1]
-        )[:6]
-        assert [trimmed(s) for s in sequences[row, :6].numpy()] == [h[0] for h in hypotheses]
-        np.testing.assert_allclose(log_probs[row, :6], [h[1] for h in hypotheses], rtol=1e-4)
+    assert_exhaustive_best(
+        NumpyAttentionSeq2Seq(model), SOURCE, sequences, log_probs, 7, 3, top=6
+    )
 
 
 @pytest.mark.slow

@@ -7,7 +7,12 @@ import tensorflow as tf
 import keras
 import kerasrnn
 from kerasrnn import seq2seq
-from tests.kerasrnn.seq2seq.numpy_seq2seq import END, NumpySeq2Seq, log_softmax
+from tests.kerasrnn.seq2seq.numpy_seq2seq import (
+    NumpySeq2Seq,
+    assert_exhaustive_best,
+    log_softmax,
+    trimmed,
+)
 
 SOURCE = np.array([[4, 5, 6], [7, 4, 0], [5, 0, 0], [6, 6, 7]])
 
@@ -26,14 +31,6 @@ def model():
     projection.kernel.assign(rng.normal(0, 1.5, projection.kernel.shape))
     projection.bias.assign(rng.normal(0, 1.0, projection.bias.shape))
     return model
-
-
-def trimmed(row):
-    """Ids up to and including <end>; the rest must be padding."""
-    row = list(np.asarray(row))
-    length = row.index(END) + 1 if END in row else len(row)
-    assert all(t == 0 for t in row[length:])
-    return row[:length]
 
 
 @pytest.mark.slow
@@ -72,15 +69,8 @@ def test_beam_search_matches_numpy_beam_search(model, beam_width, alpha):
 def test_wide_beam_finds_the_exhaustive_best(model):
     # 3 emittable words and max_length 3: at most 3 + 9 + 27 live prefixes,
     # so a beam of 40 prunes nothing and must return the brute-force ranking.
-    reference = NumpySeq2Seq(model)
     sequences, log_probs, _ = seq2seq.beam_search_decode(model, SOURCE, 40, 3)
-    for row in range(len(SOURCE)):
-        hypotheses = sorted(
-            reference.all_hypotheses(SOURCE[row], 6, 3), key=lambda h: -h[1]
-        )
-        top = hypotheses[:5]
-        assert [trimmed(s) for s in sequences[row, :5].numpy()] == [h[0] for h in top]
-        np.testing.assert_allclose(log_probs[row, :5], [h[1] for h in top], rtol=1e-4)
+    assert_exhaustive_best(NumpySeq2Seq(model), SOURCE, sequences, log_probs, 6, 3, top=5)
 
 
 @pytest.mark.slow
