@@ -26,7 +26,8 @@ only by a predicted `<unk>`):
 - `test_token_error_rate`: Σ d(prediction, reference) / Σ len(reference),
   d the Levenshtein distance over words (the word error rate of speech
   recognition; it can exceed 1 when the model inserts words);
-- `test_loss`: the teacher-forced masked cross-entropy per target token;
+- `test_loss`: the teacher-forced masked cross-entropy per target token
+  (with `--ensemble N`, the members' losses summed, as training logs it);
 - `baseline_token_error_rate`: the token error rate of copying each source
   sentence's known words, a floor a translation must beat.
 

@@ -67,17 +67,20 @@ def test_offline_without_data_fails_at_once_naming_the_dataset(tmp_path, capsys)
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("attention", ["luong", "bahdanau"])
-def test_quick_run_on_mock_data_writes_outputs_and_serves(tmp_path, attention):
+@pytest.mark.parametrize("attention, ensemble", [("luong", 1), ("bahdanau", 1), ("luong", 2)])
+def test_quick_run_on_mock_data_writes_outputs_and_serves(tmp_path, attention, ensemble):
     out = tmp_path / "run"
     with tfds.testing.mock_data(num_examples=40):
-        status = main(["translate", "--quick", "--attention", attention, "--out", str(out)])
+        status = main(["translate", "--quick", "--attention", attention,
+                       "--ensemble", str(ensemble), "--out", str(out)])
     assert status == 0
     metrics = json.loads((out / "metrics.json").read_text())
     assert metrics["args"]["attention"] == attention
+    assert metrics["args"]["ensemble"] == ensemble
     # Random mock text: after two tiny epochs the loss is still near that of
-    # a uniform guess over the target vocabulary, ln(V).
-    assert 0.0 < metrics["test_loss"] < 1.2 * math.log(metrics["target_vocabulary_size"])
+    # a uniform guess over the target vocabulary, ln(V), in each member.
+    uniform = math.log(metrics["target_vocabulary_size"])
+    assert 0.0 < metrics["test_loss"] < 1.2 * ensemble * uniform
     # Mock text is random, so no prediction is exact: every sentence wrong;
     # nor is any copied source sentence its translation.
     assert metrics["test_sentence_error_rate"] == 1.0
