@@ -84,6 +84,7 @@ def check_decoder_arguments(model, source_ids, return_alignments):
 
 
 def check_decodable(model):
+    """Refuse a `model` that is neither a `Seq2Seq` nor a `Seq2SeqEnsemble`."""
     if not isinstance(model, DECODABLE_MODELS):
         raise ValueError(
             "Argument `model` must be a kerasrnn.seq2seq.Seq2Seq or "

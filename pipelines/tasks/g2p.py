@@ -13,8 +13,8 @@ says and attending over the encoder's outputs as `--attention` says
 (Luong by default) → softmax over phonemes (`kerasrnn_pipelines.encoder_decoder`);
 `--cell-dropout` is every cell's input dropout. `--ensemble N` trains N
 such models side by side and decodes with the mean of their next-token
-probabilities (`kerasrnn.seq2seq.Seq2SeqEnsemble`; `--preset full` uses 3). Training batches are
-grouped by word length, one dataset per length bucket
+probabilities (`kerasrnn.seq2seq.Seq2SeqEnsemble`; `--preset full` uses 3).
+Training batches are grouped by word length, one dataset per length bucket
 (`kerasrnn_pipelines.data.batching.bucketed_batches`).
 Training is teacher forcing, or scheduled sampling with
 `--scheduled-sampling` (ε = 1/2 at `--sampling-midpoint` steps); the
