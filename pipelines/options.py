@@ -103,7 +103,7 @@ positive_float = number_type(
 non_negative_float = number_type(
     "a number >= 0", float, lambda v: 0.0 <= v < math.inf
 )
-dropout_rate = number_type(
+fraction = number_type(
     "a number in [0, 1)", float, lambda v: 0.0 <= v < 1.0
 )
 momentum = number_type(
@@ -192,7 +192,7 @@ class RunConfig:
     )
     cell_dropout: float = option(
         0.0,
-        dropout_rate,
+        fraction,
         "the cells' input dropout: the fraction of each step's input units "
         "a cell drops (one mask per sequence), in [0, 1)",
     )
@@ -384,7 +384,7 @@ class RecurrentStackConfig(RunConfig):
 
     dropout: float = option(
         0.0,
-        dropout_rate,
+        fraction,
         "dropout after each recurrent layer (keras.layers.Dropout on its "
         "outputs), in [0, 1); see --cell-dropout for the cells' own",
     )

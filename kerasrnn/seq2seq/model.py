@@ -73,6 +73,7 @@ from kerasrnn.validation import (
     check_bool,
     check_choice,
     check_int,
+    check_number,
     check_positive_int,
     check_seed,
 )
@@ -147,13 +148,24 @@ class SequenceCrossEntropy(keras.losses.Loss):
     An ensemble's `(N, batch, T, V)` logits (`Seq2SeqEnsemble`) are each
     scored against the same targets and the N losses summed.
 
+    With `label_smoothing` ε > 0 each real token is scored against the target
+    distribution (1 − ε)·onehot(y_t) + ε/V, as Keras's
+    `CategoricalCrossentropy(label_smoothing=ε)` does:
+    −(1 − ε) log p(y_t) − (ε/V) Σ_v log p(v).
+
+    Args:
+        label_smoothing: ε in [0, 1); 0 is the plain cross-entropy.
+
     Call arguments:
         y_true: `(batch, T)` int target ids.
         y_pred: `(batch, T, V)` logits, or `(N, batch, T, V)`.
     """
 
-    def __init__(self, name="sequence_cross_entropy", **kwargs):
+    def __init__(self, label_smoothing=0.0, name="sequence_cross_entropy", **kwargs):
         super().__init__(name=name, **kwargs)
+        self.label_smoothing = check_number(
+            "label_smoothing", label_smoothing, low=0, high=1, high_open=True
+        )
 
     def call(self, y_true, y_pred):
         y_true = ops.cast(y_true, "int32")
@@ -165,6 +177,14 @@ class SequenceCrossEntropy(keras.losses.Loss):
         token_loss = keras.losses.sparse_categorical_crossentropy(
             y_true, y_pred, from_logits=True
         )
+        if self.label_smoothing:
+            uniform_loss = -ops.mean(
+                ops.log_softmax(ops.cast(y_pred, token_loss.dtype), axis=-1), axis=-1
+            )
+            token_loss = (
+                (1.0 - self.label_smoothing) * token_loss
+                + self.label_smoothing * uniform_loss
+            )
         mask = ops.cast(mask, token_loss.dtype)
         replica = tf.distribute.get_replica_context()
         if replica is not None and replica.num_replicas_in_sync > 1:
@@ -181,7 +201,11 @@ class SequenceCrossEntropy(keras.losses.Loss):
         return token_loss * mask * scale
 
     def get_config(self):
-        return {"name": self.name, "reduction": self.reduction}
+        return {
+            "label_smoothing": self.label_smoothing,
+            "name": self.name,
+            "reduction": self.reduction,
+        }
 
 
 def state_sizes(cell):

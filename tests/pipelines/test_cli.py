@@ -156,6 +156,9 @@ BEFORE_TENSORFLOW = {
     "g2p negative length penalty": (
         ["g2p", "--length-penalty", "-0.5"], "--length-penalty", "'-0.5'"
     ),
+    "g2p label smoothing 1": (
+        ["g2p", "--label-smoothing", "1"], "--label-smoothing", "'1'"
+    ),
     "g2p sampling midpoint 0": (
         ["g2p", "--sampling-midpoint", "0"], "--sampling-midpoint", "'0'"
     ),

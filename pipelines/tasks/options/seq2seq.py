@@ -8,6 +8,7 @@ import dataclasses
 
 from kerasrnn_pipelines.options import (
     RunConfig,
+    fraction,
     non_negative_float,
     one_of,
     option,
@@ -64,6 +65,13 @@ class Seq2SeqConfig(RunConfig):
         "train N encoder-decoders side by side (each its own initial "
         "weights, the same batches) and decode with the mean of their "
         "next-token probabilities; N times the training time",
+    )
+    label_smoothing: float = option(
+        0.0,
+        fraction,
+        "label smoothing epsilon in [0, 1): each target token is scored "
+        "against (1 - epsilon) on it plus epsilon spread over the target "
+        "vocabulary",
     )
     scheduled_sampling: str = option(
         "none",

@@ -73,6 +73,31 @@ def test_sequence_cross_entropy_hand_worked():
     np.testing.assert_allclose(float(loss), expected, rtol=1e-5)
 
 
+def test_label_smoothing_hand_worked():
+    probabilities = np.array(
+        [[[0.5, 0.25, 0.25], [0.1, 0.8, 0.1]], [[0.2, 0.2, 0.6], [1 / 3, 1 / 3, 1 / 3]]]
+    )
+    targets = np.array([[1, 2], [2, 0]])
+    # Each of the three real tokens is scored against 0.9 on its target
+    # plus 0.1/3 on each of the three ids; the pad is skipped.
+    real = [(probabilities[0, 0], 1), (probabilities[0, 1], 2), (probabilities[1, 0], 2)]
+    expected = np.mean(
+        [-0.9 * np.log(p[y]) - 0.1 / 3 * np.log(p).sum() for p, y in real]
+    )
+    loss = seq2seq.SequenceCrossEntropy(label_smoothing=0.1)(
+        targets, np.log(probabilities)
+    )
+    np.testing.assert_allclose(float(loss), expected, rtol=1e-5)
+    config = seq2seq.SequenceCrossEntropy(label_smoothing=0.1).get_config()
+    assert seq2seq.SequenceCrossEntropy.from_config(config).label_smoothing == 0.1
+
+
+@pytest.mark.parametrize("label_smoothing", [-0.1, 1.0, float("nan"), "0.1", True])
+def test_label_smoothing_out_of_range_is_refused(label_smoothing):
+    with pytest.raises(ValueError, match="label_smoothing"):
+        seq2seq.SequenceCrossEntropy(label_smoothing=label_smoothing)
+
+
 @pytest.mark.slow
 def test_scheduled_sampling_extremes():
     schedule = seq2seq.LinearSamplingSchedule(decay_steps=10)
