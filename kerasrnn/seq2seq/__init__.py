@@ -7,7 +7,9 @@
 - `LinearSamplingSchedule`, `ExponentialSamplingSchedule`,
   `InverseSigmoidSamplingSchedule`: ε of scheduled sampling.
 - `Seq2SeqEnsemble`: N encoder–decoders trained side by side, decoded with
-  the mean of their next-token distributions.
+  the mean of their next-token distributions; members built with
+  `target_order="right_to_left"` read the target backwards and rescore beam
+  search's hypotheses (`kerasrnn.seq2seq.target_order`).
 - `greedy_decode`, `sample_decode`, `beam_search_decode`: compiled decoders.
 - `Vocabulary` and the reserved ids `PAD_ID`, `START_ID`, `END_ID`,
   `UNKNOWN_ID`.

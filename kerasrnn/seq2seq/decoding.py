@@ -20,6 +20,12 @@ With `return_alignments=True` (attention models only) each decoder also
 returns the attention weights α of the sequences it returns: `(…,
 max_length, S)` float32, row t the α_t with which token t was emitted, zero
 after the sequence ended; beam search reorders them with its hypotheses.
+
+A model that reads the target right to left (`target_order=
+"right_to_left"`) emits y_L first; every decoder returns its answers (and
+their α rows) reversed, so that they read left to right like any model's.
+An ensemble's right-to-left members rescore beam search's hypotheses (see
+`kerasrnn.seq2seq.ensemble`).
 """
 
 import numpy as np
@@ -27,6 +33,7 @@ import tensorflow as tf
 
 from kerasrnn.seq2seq.ensemble import Seq2SeqEnsemble
 from kerasrnn.seq2seq.model import FORBIDDEN_LOG_PROB, Seq2Seq, next_token_log_probs
+from kerasrnn.seq2seq.target_order import answers_left_to_right
 from kerasrnn.seq2seq.vocabulary import END_ID, PAD_ID, START_ID
 from kerasrnn.validation import (
     check_bool,
@@ -173,9 +180,19 @@ def decode_tokens(model, source_ids, max_length, choose, return_alignments):
             outputs,
         ),
     )
+    sequences = outputs["sequences"]
     if return_alignments:
-        return outputs["sequences"], outputs["log_probs"], outputs["alignments"]
-    return outputs["sequences"], outputs["log_probs"]
+        sequences, alignments = read_left_to_right(model, sequences, outputs["alignments"])
+        return sequences, outputs["log_probs"], alignments
+    return read_left_to_right(model, sequences), outputs["log_probs"]
+
+
+def read_left_to_right(model, sequences, alignments=None):
+    """The answers (and their α rows) of a model that decodes right to left,
+    reversed to read left to right; the others' unchanged."""
+    if not model.reads_right_to_left:
+        return sequences if alignments is None else (sequences, alignments)
+    return answers_left_to_right(sequences, alignments)
 
 
 def greedy_choice(t, log_probs):
@@ -369,8 +386,9 @@ def compiled_beam_search(model, source_ids, width, max_length, alpha, return_ali
         (tf.constant(0), tf.fill([batch * width], START_ID), states, finished, hypotheses),
     )
     # top_k ranked the last step by these very scores: best first already.
-    log_probs = hypotheses["log_probs"]
+    sequences, log_probs = hypotheses["sequences"], hypotheses["log_probs"]
     scores = log_probs / length_penalty_factor(hypotheses["lengths"], alpha)
+    alignments = None
     if return_alignments:
         # Steps the loop did not run have zero α in every beam.
         alignments = tf.gather(
@@ -378,8 +396,24 @@ def compiled_beam_search(model, source_ids, width, max_length, alpha, return_ali
             batch_dims=2,
         )
         alignments = tf.transpose(alignments, [1, 2, 0, 3])
-        return hypotheses["sequences"], log_probs, scores, alignments
-    return hypotheses["sequences"], log_probs, scores
+    if isinstance(model, Seq2SeqEnsemble) and model.rescorers():
+        rescored = model.rescorer_log_probs(
+            tf.repeat(source_ids, width, axis=0),
+            tf.reshape(sequences, [batch * width, max_length]),
+        )
+        scores += model.rescoring_weight * tf.reshape(rescored, [batch, width])
+        # Forbidden hypotheses (at −1e9) stay last: rescoring adds a finite amount.
+        order = tf.argsort(scores, axis=1, direction="DESCENDING", stable=True)
+        sequences, log_probs, scores = (
+            tf.gather(value, order, batch_dims=1)
+            for value in (sequences, log_probs, scores)
+        )
+        if return_alignments:
+            alignments = tf.gather(alignments, order, batch_dims=1)
+    if return_alignments:
+        sequences, alignments = read_left_to_right(model, sequences, alignments)
+        return sequences, log_probs, scores, alignments
+    return read_left_to_right(model, sequences), log_probs, scores
 
 
 def beam_search_decode(
@@ -407,7 +441,9 @@ def beam_search_decode(
     Returns:
         `(sequences (batch, B, max_length) int32, log_probs (batch, B),
         scores (batch, B))`, best first by score, and `alignments (batch, B,
-        max_length, S)` with `return_alignments`.
+        max_length, S)` with `return_alignments`. For an ensemble with
+        right-to-left rescorers, `log_probs` stay the decoding members' and
+        `scores` add λ times the rescorers' log-probability.
     """
     beam_width = check_positive_int("beam_width", beam_width)
     max_length = check_positive_int("max_length", max_length)

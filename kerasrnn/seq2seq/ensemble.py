@@ -20,6 +20,19 @@ Decoding: `greedy_decode`, `sample_decode`, `beam_search_decode` and
 runs every member's `decode_step` and mixes the distributions as above; the
 alignment α_t of an ensemble whose members all attend is the members' mean
 (still summing to 1 over the real source tokens, 0 on padding).
+
+Right-to-left members (`Seq2Seq(target_order="right_to_left")`) in an
+ensemble with left-to-right ones do not take part in the steps: they rescore.
+The left-to-right members' beam search finds B hypotheses y with scores
+s(y) (log p(y | x), divided by the length penalty if any); each gets
+
+    s(y) + λ · log p_R2L(y | x),
+
+p_R2L the right-to-left members' mixture, mixed per token as above, and the
+hypotheses are ranked by that sum (Liu et al. 2016, "Agreement on
+target-bidirectional neural machine translation"). Greedy and sampled
+decoding, which keep one hypothesis, use the left-to-right members alone. An
+ensemble of right-to-left members only decodes right to left.
 """
 
 import math
@@ -27,7 +40,10 @@ import math
 import keras
 from keras import ops
 
-from kerasrnn.seq2seq.model import Seq2Seq
+from kerasrnn.seq2seq.model import Seq2Seq, next_token_log_probs
+from kerasrnn.seq2seq.target_order import teacher_forcing_of
+from kerasrnn.seq2seq.vocabulary import PAD_ID
+from kerasrnn.validation import check_number
 
 
 @keras.saving.register_keras_serializable(package="kerasrnn")
@@ -37,6 +53,8 @@ class Seq2SeqEnsemble(keras.Model):
     Args:
         members: A list of one or more `Seq2Seq` models with the same source
             and target vocabulary sizes.
+        rescoring_weight: λ ≥ 0, the weight of the right-to-left members'
+            log-probability when they rescore beam search's hypotheses.
         **kwargs: Passed to `keras.Model` (`name`, ...).
 
     Call arguments:
@@ -61,7 +79,7 @@ class Seq2SeqEnsemble(keras.Model):
     >>> seq2seq.beam_search_decode(ensemble, source_ids, 4, 20)  # doctest: +SKIP
     """
 
-    def __init__(self, members, **kwargs):
+    def __init__(self, members, rescoring_weight=1.0, **kwargs):
         super().__init__(**kwargs)
         if isinstance(members, (list, tuple)):
             members = [
@@ -86,10 +104,11 @@ class Seq2SeqEnsemble(keras.Model):
                     f"distributions are mixed token by token. Received: {sizes}"
                 )
         self.members = list(members)
+        self.rescoring_weight = check_number("rescoring_weight", rescoring_weight, low=0)
         self.source_vocabulary_size = members[0].source_vocabulary_size
         self.target_vocabulary_size = members[0].target_vocabulary_size
-        kinds = {member.attention_kind for member in members}
-        #: The members' attention kind, or "mixed".
+        kinds = {member.attention_kind for member in self.decoding_members()}
+        #: The decoding members' attention kind, or "mixed".
         self.attention_kind = kinds.pop() if len(kinds) == 1 else "mixed"
         self.build()
 
@@ -98,12 +117,33 @@ class Seq2SeqEnsemble(keras.Model):
         # constructor, so a restored ensemble can load its weights at once.
         pass
 
+    # Methods, not properties: Keras saves a model by walking its
+    # attributes in name order, and a property listing members would file
+    # their weights under its own name in place of `members`.
+    def decoding_members(self):
+        """The members whose mixture makes every decoding step: the
+        left-to-right ones, or all if every member reads right to left."""
+        left_to_right = [m for m in self.members if not m.reads_right_to_left]
+        return left_to_right or list(self.members)
+
+    def rescorers(self):
+        """The right-to-left members that rescore beam search's hypotheses
+        (none unless left-to-right members decode)."""
+        if all(member.reads_right_to_left for member in self.members):
+            return []
+        return [member for member in self.members if member.reads_right_to_left]
+
     @property
     def attention(self):
-        """The members' attention layers when every member attends, else
-        None (the decoders then refuse `return_alignments`)."""
-        layers = tuple(member.attention for member in self.members)
+        """The decoding members' attention layers when every one attends,
+        else None (the decoders then refuse `return_alignments`)."""
+        layers = tuple(member.attention for member in self.decoding_members())
         return None if any(layer is None for layer in layers) else layers
+
+    @property
+    def reads_right_to_left(self):
+        """Whether the decoding members read the target backwards."""
+        return self.decoding_members()[0].reads_right_to_left
 
     @staticmethod
     def state_count(member):
@@ -111,9 +151,9 @@ class Seq2SeqEnsemble(keras.Model):
         return len(member.state_sizes) + int(member.feeds_attentional_vector)
 
     def split_states(self, states):
-        """The flat state list of `encode` -> one list per member."""
+        """The flat state list of `encode` -> one list per decoding member."""
         pieces, start = [], 0
-        for member in self.members:
+        for member in self.decoding_members():
             count = self.state_count(member)
             pieces.append(list(states[start : start + count]))
             start += count
@@ -134,21 +174,24 @@ class Seq2SeqEnsemble(keras.Model):
 
     # ------------------------------------------------------------- decoding
     def encode(self, source_ids, training=False):
-        """Every member's `encode`: `(states, context)`, the members' state
-        lists concatenated and `{"members": [each member's context]}`."""
+        """Every decoding member's `encode`: `(states, context)`, the
+        members' state lists concatenated and `{"members": [each member's
+        context]}`."""
         states, contexts = [], []
-        for member in self.members:
+        for member in self.decoding_members():
             member_states, member_context = member.encode(source_ids, training)
             states.extend(member_states)
             contexts.append(member_context)
         return states, {"members": contexts}
 
     def context_for_beams(self, context, width):
-        """`Seq2Seq.context_for_beams` of every member."""
+        """`Seq2Seq.context_for_beams` of every decoding member."""
         return {
             "members": [
                 member.context_for_beams(member_context, width)
-                for member, member_context in zip(self.members, context["members"])
+                for member, member_context in zip(
+                    self.decoding_members(), context["members"]
+                )
             ]
         }
 
@@ -156,7 +199,7 @@ class Seq2SeqEnsemble(keras.Model):
         self, tokens, states, context, training=False, return_alignment=False,
         queries_per_source=1,
     ):
-        """One step of every member, mixed: see `Seq2Seq.decode_step`.
+        """One step of every decoding member, mixed: see `Seq2Seq.decode_step`.
 
         Returns:
             `(log_probs (batch, V) float32, new_states)`, and α_t `(batch,
@@ -166,7 +209,7 @@ class Seq2SeqEnsemble(keras.Model):
         """
         log_probs, new_states, alignments = [], [], []
         for member, member_states, member_context in zip(
-            self.members, self.split_states(states), context["members"]
+            self.decoding_members(), self.split_states(states), context["members"]
         ):
             logits, member_states, alignment = member.decode_step(
                 tokens, member_states, member_context, training=training,
@@ -184,18 +227,40 @@ class Seq2SeqEnsemble(keras.Model):
         return mixed, new_states, alignment
 
     def attention_weights(self, inputs):
-        """The members' mean α of a teacher-forced batch: `(B, T, S)`, see
-        `Seq2Seq.attention_weights` (each member checks the inputs)."""
+        """The decoding members' mean α of a teacher-forced batch: `(B, T,
+        S)`, see `Seq2Seq.attention_weights` (each member checks the inputs)."""
         if self.attention is None:
             raise ValueError(
-                "attention_weights needs every member to attend. Received: "
-                "members with attention="
-                f"{[member.attention_kind for member in self.members]}"
+                "attention_weights needs every decoding member to attend. "
+                "Received: members with attention="
+                f"{[member.attention_kind for member in self.decoding_members()]}"
             )
         return ops.mean(
-            ops.stack([member.attention_weights(inputs) for member in self.members]),
+            ops.stack(
+                [member.attention_weights(inputs) for member in self.decoding_members()]
+            ),
             axis=0,
         )
+
+    def rescorer_log_probs(self, source_ids, sequences):
+        """log p_R2L(y | x) of decoded answers under the rescorers' mixture.
+
+        Args:
+            source_ids: `(batch, S)` int ids.
+            sequences: `(batch, T)` answers [y_1 … y_L, <end>, 0 …].
+
+        Returns:
+            `(batch,)` float32: Σ_t log (1/M) Σ_m p_m(y_t | y_{>t}, x), the
+            `<end>` factor included, over the M rescorers.
+        """
+        decoder_input, targets = teacher_forcing_of(sequences)
+        inputs = {"source": source_ids, "decoder_input": decoder_input}
+        log_probs = ops.stack(
+            [next_token_log_probs(member(inputs)) for member in self.rescorers()]
+        )
+        mixed = ops.logsumexp(log_probs, axis=0) - math.log(len(self.rescorers()))
+        picked = ops.take_along_axis(mixed, targets[..., None], axis=-1)[..., 0]
+        return ops.sum(ops.where(targets != PAD_ID, picked, 0.0), axis=-1)
 
     # --------------------------------------------------------------- config
     def get_config(self):
@@ -205,6 +270,7 @@ class Seq2SeqEnsemble(keras.Model):
             "members": [
                 keras.saving.serialize_keras_object(member) for member in self.members
             ],
+            "rescoring_weight": self.rescoring_weight,
         }
 
     @classmethod

@@ -68,6 +68,11 @@ from kerasrnn.seq2seq.attention import (
     LuongAttention,
 )
 from kerasrnn.seq2seq.schedules import SamplingSchedule
+from kerasrnn.seq2seq.target_order import (
+    TARGET_ORDERS,
+    in_target_order,
+    reversed_decoder_input,
+)
 from kerasrnn.seq2seq.vocabulary import END_ID, PAD_ID, START_ID
 from kerasrnn.validation import (
     check_bool,
@@ -264,6 +269,11 @@ class Seq2Seq(keras.Model):
             cell's input at step t.
         sampling_schedule: None (teacher forcing) or a `SamplingSchedule`.
         seed: Seed of the scheduled-sampling coin flips.
+        target_order: `"left_to_right"` (y_1 first) or `"right_to_left"`:
+            the decoder reads the target backwards, y_L first
+            (`kerasrnn.seq2seq.target_order`); it trains on the same batches,
+            its logits come back in the targets' order and its decoders
+            return answers that read left to right.
         **kwargs: Passed to `keras.Model` (`name`, ...).
 
     Call arguments:
@@ -299,6 +309,7 @@ class Seq2Seq(keras.Model):
         input_feeding=None,
         sampling_schedule=None,
         seed=None,
+        target_order="left_to_right",
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -323,6 +334,7 @@ class Seq2Seq(keras.Model):
                 f"Received: cell={cell!r}"
             )
         check_choice("context", context, CONTEXTS)
+        check_choice("target_order", target_order, TARGET_ORDERS)
         check_choice("attention", attention, (None, *ATTENTIONS))
         attention_units, input_feeding = self.check_attention_options(
             attention, attention_units, input_feeding
@@ -350,6 +362,7 @@ class Seq2Seq(keras.Model):
         self.context = context
         self.sampling_schedule = sampling_schedule
         self.seed = seed
+        self.target_order = target_order
         self.seed_generator = keras.random.SeedGenerator(seed=seed)
         self.state_sizes = state_sizes(cell)
         self.cell_output_size = int(cell.output_size)
@@ -618,16 +631,36 @@ class Seq2Seq(keras.Model):
             ops.reshape(alignment, (-1, ops.shape(alignment)[-1])),
         )
 
+    @property
+    def reads_right_to_left(self):
+        """Whether the decoder reads the target backwards."""
+        return self.target_order == "right_to_left"
+
     def call(self, inputs, training=None, sampling_step=None):
         source_ids, decoder_input = self.split_inputs(inputs)
         states, context = self.encode(source_ids, training=training)
+        read = self.decoder_input_as_read(decoder_input)
         if training and self.sampling_schedule is not None:
-            return self.scheduled_sampling(
-                decoder_input, states, context,
-                self.current_epsilon(sampling_step), training,
+            logits = self.scheduled_sampling(
+                read, states, context, self.current_epsilon(sampling_step), training
             )
-        logits, _ = self.teacher_forced(decoder_input, states, context, training)
-        return logits
+        else:
+            logits, _ = self.teacher_forced(read, states, context, training)
+        return self.in_target_order(logits, decoder_input)
+
+    def decoder_input_as_read(self, decoder_input):
+        """The decoder input as the decoder reads it: reversed tokens for a
+        right-to-left model."""
+        if self.reads_right_to_left:
+            return reversed_decoder_input(decoder_input)
+        return decoder_input
+
+    def in_target_order(self, steps, decoder_input):
+        """`(batch, T, …)` per-step outputs of `decoder_input_as_read(
+        decoder_input)` put back in the order of the targets."""
+        if self.reads_right_to_left:
+            return in_target_order(steps, decoder_input)
+        return steps
 
     def teacher_forced(self, decoder_input, states, context, training=False):
         """The decoder fed y_{t-1} at every step: `(logits, alignments)`.
@@ -762,8 +795,10 @@ class Seq2Seq(keras.Model):
                 f"{tuple(source_ids.shape)} and {tuple(decoder_input.shape)}"
             )
         states, context = self.encode(source_ids)
-        _, alignments = self.teacher_forced(decoder_input, states, context)
-        return alignments
+        _, alignments = self.teacher_forced(
+            self.decoder_input_as_read(decoder_input), states, context
+        )
+        return self.in_target_order(alignments, decoder_input)
 
     # ----------------------------------------------------- scheduled sampling
     def current_epsilon(self, step=None):
@@ -827,6 +862,7 @@ class Seq2Seq(keras.Model):
                 else keras.saving.serialize_keras_object(self.sampling_schedule)
             ),
             "seed": self.seed,
+            "target_order": self.target_order,
         }
 
     @classmethod

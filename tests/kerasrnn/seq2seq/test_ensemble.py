@@ -279,7 +279,7 @@ def test_alignments_need_every_member_to_attend():
     assert ensemble.attention is None and ensemble.attention_kind == "mixed"
     with pytest.raises(ValueError, match="return_alignments=True.*attention='mixed'"):
         seq2seq.greedy_decode(ensemble, SOURCE, 4, return_alignments=True)
-    with pytest.raises(ValueError, match=r"every member.*\['luong', 'bahdanau', None\]"):
+    with pytest.raises(ValueError, match=r"every decoding member.*\['luong', 'bahdanau', None\]"):
         ensemble.attention_weights(INPUTS)
     with pytest.raises(ValueError, match="Seq2Seq or Seq2SeqEnsemble"):
         seq2seq.greedy_decode(ensemble.members, SOURCE, 4)
