@@ -35,12 +35,19 @@ def sampling_schedule(config):
     return seq2seq.InverseSigmoidSamplingSchedule((low + high) / 2)
 
 
+#: λ of the right-to-left rescoring: the best of 0, 0.25 … 1.5 on g2p's
+#: validation words (23.2% WER against 23.8% without rescoring, 23.3% at 1).
+RESCORING_WEIGHT = 0.5
+
+
 def build_model(config, source_vocabulary, target_vocabulary):
     """`Seq2Seq` over two vocabularies: `--cell` with `--units` and
     `--cell-dropout`, `--layers` encoder layers (`--bidirectional`),
     `--embedding`, `--context`, `--attention` (`--input-feeding`) and
-    `--scheduled-sampling`; with `--ensemble N` > 1 a `Seq2SeqEnsemble` of N
-    such models (member k's sampling seed `--seed` + k)."""
+    `--scheduled-sampling`; with `--ensemble N` > 1 or `--right-to-left M`
+    > 0 a `Seq2SeqEnsemble` of N such models and M that read the target
+    right to left and rescore (member k's sampling seed `--seed` + k)."""
+    orders = ["left_to_right"] * config.ensemble + ["right_to_left"] * config.right_to_left
     members = [
         seq2seq.Seq2Seq(
             source_vocabulary.size,
@@ -54,13 +61,16 @@ def build_model(config, source_vocabulary, target_vocabulary):
             input_feeding=config.input_feeding if config.attention == "luong" else None,
             sampling_schedule=sampling_schedule(config),
             seed=config.seed + index,
-            name=f"seq2seq_{index}" if config.ensemble > 1 else None,
+            target_order=order,
+            name=f"seq2seq_{index}" if len(orders) > 1 else None,
         )
-        for index in range(config.ensemble)
+        for index, order in enumerate(orders)
     ]
-    if config.ensemble == 1:
+    if len(members) == 1:
         return members[0]
-    return seq2seq.Seq2SeqEnsemble(members, name="seq2seq_ensemble")
+    return seq2seq.Seq2SeqEnsemble(
+        members, rescoring_weight=RESCORING_WEIGHT, name="seq2seq_ensemble"
+    )
 
 
 def step_decay(learning_rate, epoch, epochs):

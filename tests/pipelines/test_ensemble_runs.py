@@ -1,5 +1,6 @@
-"""`--ensemble N`: the seq2seq tasks train N members side by side, resume
-them after a kill, decode with their mixture and serve it."""
+"""`--ensemble N` and `--right-to-left M`: the seq2seq tasks train the
+members side by side, resume them after a kill, decode with their mixture
+(rescored by the right-to-left members) and serve it."""
 
 import json
 
@@ -28,15 +29,26 @@ def test_one_member_is_a_plain_model_and_more_are_an_ensemble_of_different_membe
     assert ensemble.count_params() == 3 * single.count_params()
     first, second, _ = (member.get_weights()[0] for member in ensemble.members)
     assert not np.allclose(first, second)  # each member draws its own weights
+    rescored = encoder_decoder.build_model(
+        G2PConfig(units=4, embedding=3, ensemble=2, right_to_left=1), letters, phonemes
+    )
+    assert [member.target_order for member in rescored.members] == [
+        "left_to_right", "left_to_right", "right_to_left"
+    ]
+    assert rescored.rescorers() == [rescored.members[2]]
 
 
-@pytest.mark.parametrize("value", ["0", "-1", "2.5", "two"])
-def test_an_ensemble_size_below_one_is_one_line_and_exit_2(value, capsys):
+@pytest.mark.parametrize(
+    "option, value",
+    [("--ensemble", "0"), ("--ensemble", "-1"), ("--ensemble", "2.5"),
+     ("--ensemble", "two"), ("--right-to-left", "-1"), ("--right-to-left", "0.5")],
+)
+def test_a_bad_member_count_is_one_line_and_exit_2(option, value, capsys):
     with pytest.raises(SystemExit) as stop:
-        main(["g2p", "--quick", "--ensemble", value])
+        main(["g2p", "--quick", option, value])
     assert stop.value.code == 2
     error = capsys.readouterr().err.strip().splitlines()
-    assert len(error) == 1 and "--ensemble" in error[0] and value in error[0]
+    assert len(error) == 1 and option in error[0] and value in error[0]
 
 
 @pytest.mark.slow
@@ -70,18 +82,28 @@ def test_a_killed_ensemble_run_resumes_to_the_same_weights(tmp_path):
 
 
 @pytest.mark.slow
-def test_an_ensemble_g2p_run_decodes_and_serves_its_mixture(tmp_path):
+@pytest.mark.parametrize(
+    "options, orders",
+    [
+        (["--ensemble", "2"], ["left_to_right", "left_to_right"]),
+        (["--right-to-left", "1"], ["left_to_right", "right_to_left"]),
+    ],
+)
+def test_an_ensemble_g2p_run_decodes_and_serves_its_mixture(tmp_path, options, orders):
     out = tmp_path / "run"
-    assert main(["g2p", "--quick", "--ensemble", "2", "--epochs", "1", "--limit", "600",
+    assert main(["g2p", "--quick", *options, "--epochs", "1", "--limit", "600",
                  "--out", str(out)]) == 0
     metrics = json.loads((out / "metrics.json").read_text())
     model = keras.models.load_model(out / "model.keras")
-    assert isinstance(model, seq2seq.Seq2SeqEnsemble) and len(model.members) == 2
+    assert isinstance(model, seq2seq.Seq2SeqEnsemble)
+    assert [member.target_order for member in model.members] == orders
+    assert len(model.rescorers()) == orders.count("right_to_left")
+    assert model.rescoring_weight == encoder_decoder.RESCORING_WEIGHT
     assert metrics["parameters"] == 2 * model.members[0].count_params()
-    assert metrics["args"]["ensemble"] == 2 and 0 <= metrics["test_per"]
+    assert 0 <= metrics["test_per"]
     assert (out / "alignments.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     served = tf.saved_model.load(str(out / "saved_model")).signatures["serving_default"](
         texts=tf.constant(["hello"])
     )
-    # The SavedModel answers as the run's own beam search over the mixture.
+    # The SavedModel answers as the run's own beam search (and rescoring).
     assert served["outputs"].numpy()[0].decode() == metrics["examples"]["hello"]

@@ -67,12 +67,18 @@ def test_offline_without_data_fails_at_once_naming_the_dataset(tmp_path, capsys)
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("attention, ensemble", [("luong", 1), ("bahdanau", 1), ("luong", 2)])
-def test_quick_run_on_mock_data_writes_outputs_and_serves(tmp_path, attention, ensemble):
+@pytest.mark.parametrize(
+    "attention, ensemble, right_to_left",
+    [("luong", 1, 0), ("bahdanau", 1, 0), ("luong", 2, 0), ("luong", 1, 1)],
+)
+def test_quick_run_on_mock_data_writes_outputs_and_serves(
+    tmp_path, attention, ensemble, right_to_left
+):
     out = tmp_path / "run"
     with tfds.testing.mock_data(num_examples=40):
         status = main(["translate", "--quick", "--attention", attention,
-                       "--ensemble", str(ensemble), "--out", str(out)])
+                       "--ensemble", str(ensemble), "--right-to-left", str(right_to_left),
+                       "--out", str(out)])
     assert status == 0
     metrics = json.loads((out / "metrics.json").read_text())
     assert metrics["args"]["attention"] == attention
@@ -80,7 +86,8 @@ def test_quick_run_on_mock_data_writes_outputs_and_serves(tmp_path, attention, e
     # Random mock text: after two tiny epochs the loss is still near that of
     # a uniform guess over the target vocabulary, ln(V), in each member.
     uniform = math.log(metrics["target_vocabulary_size"])
-    assert 0.0 < metrics["test_loss"] < 1.2 * ensemble * uniform
+    members = ensemble + right_to_left
+    assert 0.0 < metrics["test_loss"] < 1.2 * members * uniform
     # Mock text is random, so no prediction is exact: every sentence wrong;
     # nor is any copied source sentence its translation.
     assert metrics["test_sentence_error_rate"] == 1.0

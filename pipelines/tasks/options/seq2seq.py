@@ -10,6 +10,7 @@ from kerasrnn_pipelines.options import (
     RunConfig,
     fraction,
     non_negative_float,
+    non_negative_int,
     one_of,
     option,
     positive_int,
@@ -65,6 +66,13 @@ class Seq2SeqConfig(RunConfig):
         "train N encoder-decoders side by side (each its own initial "
         "weights, the same batches) and decode with the mean of their "
         "next-token probabilities; N times the training time",
+    )
+    right_to_left: int = option(
+        0,
+        non_negative_int,
+        "also train N encoder-decoders that read the target right to left; "
+        "they rescore the beam's hypotheses: score plus 0.5 times their "
+        "log-probability",
     )
     label_smoothing: float = option(
         0.0,
