@@ -227,9 +227,11 @@ def test_precedence_defaults_then_preset_then_quick_then_typed():
     # --quick wins over --preset, which wins over the defaults.
     full = cli.parse_config(["g2p", "--preset", "full"])
     assert (full.units, full.epochs, full.cell_dropout) == (256, 14, 0.3)
-    assert full.beam_width == G2PConfig().beam_width == 2
+    assert (full.beam_width, full.right_to_left) == (4, 1)
+    assert G2PConfig().beam_width == 2
     both = cli.parse_config(["g2p", "--preset", "full", "--quick", "--epochs", "3"])
     assert (both.units, both.epochs, both.cell_dropout) == (32, 3, 0.3)
+    assert both.beam_width == G2PConfig.QUICK["beam_width"] == 2
 
 
 def test_configurations_are_frozen_and_check_every_value():
