@@ -39,9 +39,11 @@ error:
 | more than `max_input_length` tokens | only the first `max_input_length` are read |
 | a hypothesis that has not ended after `max_output_length` tokens | cut there |
 
-With `jit_compile=True` (the default) the numeric core — encoder and beam
-search — is one XLA-compiled function inside the serving graph; the string
-handling around it cannot be compiled and stays a TensorFlow graph. XLA
+With `jit_compile=True` (the default) the numeric core — encoder, beam
+search and every number of the answer — is one XLA-compiled function inside
+the serving graph; the string handling around it (splitting, vocabulary
+lookup, one gather and join of the output strings) cannot be compiled and
+stays a TensorFlow graph. XLA
 compiles once per input shape, so the ids are padded to a few shapes first:
 the batch with empty strings to the next power of two up to 64, then to the
 next multiple of 64, and the source length to the next multiple of 8.
@@ -66,7 +68,11 @@ import os
 import keras
 import tensorflow as tf
 
-from kerasrnn.seq2seq.decoding import beam_search_decode, check_decodable
+from kerasrnn.seq2seq.decoding import (
+    all_padding,
+    beam_search_decode,
+    check_decodable,
+)
 from kerasrnn.seq2seq.vocabulary import PAD_ID, UNKNOWN_ID, Vocabulary
 from kerasrnn.validation import (
     check_bool,
@@ -172,7 +178,14 @@ class StringSeq2Seq(tf.Module):
             ),
             default_value=-1,
         )
-        self.target_tokens = tf.constant(target_vocabulary.id_to_token())
+        # The answer is joined from pieces without a ragged pass: piece 0 is
+        # "" (padding, <start>, <end>), piece 1 + id the token of that id,
+        # piece 1 + V + id the separator and the token (every token but the
+        # first), so one gather and one join make the string.
+        tokens = target_vocabulary.id_to_token()
+        self.output_pieces = tf.constant(
+            [""] + tokens + [separator + token for token in tokens]
+        )
 
     def source_ids(self, texts):
         """`(batch,)` strings -> `(batch, S)` source ids, right-padded with 0.
@@ -194,16 +207,6 @@ class StringSeq2Seq(tf.Module):
             [ids.to_tensor(PAD_ID), tf.zeros([batch, 1], tf.int32)], axis=1
         )
 
-    def to_strings(self, sequences):
-        """`(batch, B, T)` target ids -> `(batch, B)` strings of the tokens
-        before `<end>`."""
-        shape = tf.shape(sequences)
-        rows = tf.reshape(sequences, [-1, shape[-1]])
-        ragged = tf.ragged.boolean_mask(rows, rows >= UNKNOWN_ID)
-        tokens = tf.ragged.map_flat_values(tf.gather, self.target_tokens, ragged)
-        joined = tf.strings.reduce_join(tokens, axis=-1, separator=self.separator)
-        return tf.reshape(joined, shape[:-1])
-
     # Any shape is let in, so that a wrong rank is refused by a message that
     # names the expected one rather than by a strided slice deep inside.
     @tf.function(input_signature=[tf.TensorSpec(None, tf.string, name="texts")])
@@ -221,63 +224,74 @@ class StringSeq2Seq(tf.Module):
         if self.jit_compile:
             batch = tf.shape(source)[0]
             decoded = self.compiled_decode(padded_to_bucket(source))
-            sequences, log_probs, *best_alignments = [
-                value[:batch] for value in decoded
-            ]
+            decoded = {name: value[:batch] for name, value in decoded.items()}
         else:
-            sequences, log_probs, *best_alignments = self.decode(source)
-        empty = tf.reduce_all(tf.equal(source, PAD_ID), axis=1)
-        beam_outputs = tf.where(empty[:, None], "", self.to_strings(sequences))
-        beam_log_probs = tf.where(empty[:, None], 0.0, log_probs)
+            decoded = self.decode(source)
+        beam_outputs = tf.strings.reduce_join(
+            tf.gather(self.output_pieces, decoded["pieces"]), axis=-1
+        )
         served = {
             "outputs": beam_outputs[:, 0],
-            "log_probs": beam_log_probs[:, 0],
+            "log_probs": decoded["log_probs"][:, 0],
             "beam_outputs": beam_outputs,
-            "beam_log_probs": beam_log_probs,
+            "beam_log_probs": decoded["log_probs"],
         }
         if self.with_attention:
+            # Cut to the batch's longest output and input.
+            rows, columns = (
+                tf.reduce_max(tf.concat([decoded[name], [0]], 0))
+                for name in ("output_lengths", "input_lengths")
+            )
             served.update(
-                self.best_alignment(source, sequences[:, 0], best_alignments[0])
+                alignments=decoded["alignments"][:, :rows, :columns],
+                output_lengths=decoded["output_lengths"],
+                input_lengths=decoded["input_lengths"],
             )
         return served
 
     def decode(self, source):
-        """Beam search over `(batch, S)` source ids.
+        """Beam search over `(batch, S)` source ids, and every number of the
+        answer, so that with XLA only a gather and a join of strings and a
+        slice of α stay outside the compiled function.
 
         Returns:
-            `(sequences (batch, B, max_output_length) int32, log_probs
-            (batch, B))`, and for attention models the best hypothesis's α
-            `(batch, max_output_length, S)`.
+            A dict of
+            - `pieces` `(batch, B, max_output_length)` int32: indices into
+              `output_pieces` (0 from `<end>` on);
+            - `log_probs` `(batch, B)`: 0.0 for an empty source;
+            and for attention models
+            - `alignments` `(batch, max_output_length, S)`: the best
+              hypothesis's α, zero on the rows of `<end>` and after;
+            - `output_lengths`, `input_lengths` `(batch,)` int32.
         """
         sequences, log_probs, _, *alignments = beam_search_decode(
             self.model, source, self.beam_width, self.max_output_length,
             self.length_penalty, return_alignments=self.with_attention,
         )
-        # Only the best hypothesis's α is served: the others need not leave
-        # the compiled function.
-        return (sequences, log_probs, *[a[:, 0] for a in alignments])
-
-    @staticmethod
-    def best_alignment(source, best, alignments):
-        """The best hypothesis's α, cut to the batch's real rows and columns.
-
-        Args:
-            source: `(batch, S)` source ids.
-            best: `(batch, max_output_length)` target ids of the best hypothesis.
-            alignments: `(batch, max_output_length, S)` its α.
-        """
-        output_lengths = tf.reduce_sum(tf.cast(best >= UNKNOWN_ID, tf.int32), axis=1)
-        input_lengths = tf.reduce_sum(tf.cast(source != PAD_ID, tf.int32), axis=1)
-        rows = tf.reduce_max(tf.concat([output_lengths, [0]], 0))
-        columns = tf.reduce_max(tf.concat([input_lengths, [0]], 0))
-        real_rows = tf.range(rows)[None, :] < output_lengths[:, None]
-        # The <end> step's row and the rows after it are not output tokens.
-        alignments = tf.where(real_rows[..., None], alignments[:, :rows, :columns], 0.0)
-        return {
-            "alignments": alignments,
-            "output_lengths": output_lengths,
-            "input_lengths": input_lengths,
+        # The tokens before <end> are the hypothesis (padding, <start> and
+        # <end> sort below UNKNOWN_ID).
+        real = sequences >= UNKNOWN_ID
+        after_first = tf.math.cumsum(tf.cast(real, tf.int32), axis=-1) > 1
+        vocabulary_size = self.model.target_vocabulary_size
+        pieces = tf.where(
+            real,
+            1 + sequences + vocabulary_size * tf.cast(after_first, tf.int32),
+            0,
+        )
+        # An empty source starts ended: all padding, log-probability 0.
+        empty = all_padding(source)
+        decoded = {
+            "pieces": pieces,
+            "log_probs": tf.where(empty[:, None], 0.0, log_probs),
         }
+        if self.with_attention:
+            best_real = real[:, 0]
+            decoded.update(
+                alignments=tf.where(best_real[..., None], alignments[0][:, 0], 0.0),
+                output_lengths=tf.reduce_sum(tf.cast(best_real, tf.int32), axis=1),
+                input_lengths=tf.reduce_sum(tf.cast(source != PAD_ID, tf.int32), axis=1),
+            )
+        return decoded
 
 
 def round_up(size, step):

@@ -187,6 +187,23 @@ def test_ids_are_padded_to_the_documented_buckets(batch, lengths, padded_batch, 
     np.testing.assert_array_equal(padded[:, kept:], 0)
 
 
+@pytest.mark.parametrize("separator", ["", "-+-"])
+def test_output_tokens_are_joined_by_the_separator(exported, separator):
+    model, source, target, _ = exported
+    module = seq2seq.serving.StringSeq2Seq(
+        model, source, target, separator=separator, beam_width=BEAM,
+        max_input_length=MAX_INPUT, max_output_length=6,
+    )
+    words = ["bad", "", "fadecafe"]
+    served = module.serve(tf.constant(words))["beam_outputs"].numpy()
+    for word, row in zip(words, served):
+        sequences, _, _ = seq2seq.beam_search_decode(
+            model, np.array([source.encode(list(word)) or [0]]), BEAM, 6
+        )
+        expected = [separator.join(target.decode(s)) for s in sequences[0].numpy()]
+        assert [answer.decode() for answer in row] == expected, word
+
+
 def test_plain_models_serve_no_alignments(exported):
     *_, served = exported
     assert set(served) == {"outputs", "log_probs", "beam_outputs", "beam_log_probs"}
