@@ -12,6 +12,7 @@ import argparse
 import dataclasses
 import sys
 
+from kerasrnn_pipelines.faults import DatasetNotOnDisk, RunFailed
 from kerasrnn_pipelines.options import (
     ConfigError,
     RunConfig,
@@ -217,11 +218,15 @@ def main(argv=None):
         return 2
     # Only now, with every check passed, are TensorFlow and the task loaded.
     task_module = load_task(config.task)
-    from kerasrnn_pipelines.training import RunFailed, run_task
+    from kerasrnn_pipelines.training import run_task
 
     try:
         run_task(task_module, config, run_directory)
     except RunFailed as failure:
-        print(f"{PROGRAM} {config.task}: {failure}", file=sys.stderr)
+        message = f"{PROGRAM} {config.task}: {failure}"
+        # Only a task with data of its own can run without TFDS.
+        if isinstance(failure, DatasetNotOnDisk) and "embedded" in config.DATA_SOURCES:
+            message += f" Offline, `{PROGRAM} {config.task} --data embedded` runs now."
+        print(message, file=sys.stderr)
         return 1
     return 0

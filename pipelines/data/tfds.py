@@ -38,8 +38,7 @@ def load_tfds(name, splits, data_dir=None):
     how = (
         f"To get it, run once with network access: `tfds build {name}` "
         f'(or python -c "import tensorflow_datasets as tfds; '
-        f"tfds.load('{name}')\"), then rerun. Tasks with embedded data "
-        "also run offline with --data embedded."
+        f"tfds.load('{name}')\"), then rerun."
     )
     try:
         return tfds.load(
