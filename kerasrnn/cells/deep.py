@@ -45,9 +45,10 @@ class DeepTransitionCell(RecurrentCell):
         transition_units: Widths (m_1, …, m_{L-1}) of the hidden layers of
             the transition MLP, positive integers; `()` (default) is one
             extra n → n layer (L = 1).
-        activation: f, of every layer. Default `"tanh"`.
-        use_bias, kernel/recurrent/bias _initializer, _regularizer and
-        _constraint, dropout, recurrent_dropout, seed: See `RecurrentCell`.
+        **kwargs: `activation` (f, of every layer; default `"tanh"`) and the
+            other arguments of `RecurrentCell`: `use_bias`, the initializers,
+            regularizers and constraints, `dropout`, `recurrent_dropout`,
+            `seed`.
 
     Call arguments:
         inputs: `(batch, d)`; states: `[h_{t-1}]`, `(batch, n)`;

@@ -20,9 +20,10 @@ class ElmanCell(RecurrentCell):
     Args:
         units: Positive integer, n.
         activation: Default `"tanh"`.
-        use_bias, kernel/recurrent/bias _initializer, _regularizer and
-        _constraint, dropout, recurrent_dropout, seed: As
-            `keras.layers.SimpleRNNCell` (see `RecurrentCell`).
+        **kwargs: The other arguments of `RecurrentCell` (`use_bias`, the
+            initializers, regularizers and constraints, `dropout`,
+            `recurrent_dropout`, `seed`), as `keras.layers.SimpleRNNCell`
+            takes them.
 
     Call arguments:
         inputs: `(batch, d)`, the input x_t of one step.

@@ -34,12 +34,13 @@ class GRUCell(RecurrentCell):
 
     Args:
         units: Positive integer, n.
-        activation: Of the candidate h̃_t. Default `"tanh"`.
         recurrent_activation: Of the gates. Default `"sigmoid"`.
         reset_after: Boolean, use the Keras/cuDNN candidate. Default
             `False`.
-        use_bias, kernel/recurrent/bias _initializer, _regularizer and
-        _constraint, dropout, recurrent_dropout, seed: See `RecurrentCell`.
+        **kwargs: `activation` (of the candidate h̃_t; default `"tanh"`) and
+            the other arguments of `RecurrentCell`: `use_bias`, the
+            initializers, regularizers and constraints, `dropout`,
+            `recurrent_dropout`, `seed`.
 
     Call arguments:
         inputs: `(batch, d)`; states: `[h_{t-1}]`, `(batch, n)`;

@@ -37,11 +37,11 @@ class LeakyCell(RecurrentCell):
         alpha: Leak rate α in [0, 1] (1 is the Elman cell, 0 locks the
             state). Default 0.5.
         learn_alpha: Boolean, learn one α per unit. Default `False`.
-        activation: Default `"tanh"`.
-        use_bias, kernel/recurrent/bias _initializer, _regularizer and
-        _constraint, dropout, recurrent_dropout, seed: See `RecurrentCell`.
-            Dropout applies to the inputs of the projections, never to the
-            leak path (1 − α) h_{t-1}.
+        **kwargs: `activation` (default `"tanh"`) and the other arguments of
+            `RecurrentCell`: `use_bias`, the initializers, regularizers and
+            constraints, `dropout`, `recurrent_dropout`, `seed`. Dropout
+            applies to the inputs of the projections, never to the leak
+            path (1 − α) h_{t-1}.
 
     Call arguments:
         inputs: `(batch, d)`; states: `[h_{t-1}]`, `(batch, n)`;

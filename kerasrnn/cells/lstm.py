@@ -97,12 +97,13 @@ class LSTMCell(RecurrentCell):
 
     Args:
         units: Positive integer, n.
-        activation: Of c̃_t and of c_t in h_t. Default `"tanh"`.
         recurrent_activation: Of the gates. Default `"sigmoid"`.
         forget_bias: Finite number added to the initial forget-gate bias.
             Default 1.0.
-        use_bias, kernel/recurrent/bias _initializer, _regularizer and
-        _constraint, dropout, recurrent_dropout, seed: See `RecurrentCell`.
+        **kwargs: `activation` (of c̃_t and of c_t in h_t; default `"tanh"`)
+            and the other arguments of `RecurrentCell`: `use_bias`, the
+            initializers, regularizers and constraints, `dropout`,
+            `recurrent_dropout`, `seed`.
 
     Call arguments:
         inputs: `(batch, d)`; states: `[h_{t-1}, c_{t-1}]`, each

@@ -38,9 +38,9 @@ class MultiScaleCell(RecurrentCell):
         units: Positive integer n, a multiple of `len(periods)`.
         periods: Update periods p_1, …, p_K of the K unit groups, positive
             integers. Default (1, 2, 4, 8).
-        activation: f. Default `"tanh"`.
-        use_bias, kernel/recurrent/bias _initializer, _regularizer and
-        _constraint, dropout, recurrent_dropout, seed: See `RecurrentCell`.
+        **kwargs: `activation` (f; default `"tanh"`) and the other arguments of
+            `RecurrentCell`: `use_bias`, the initializers, regularizers and
+            constraints, `dropout`, `recurrent_dropout`, `seed`.
 
     Call arguments:
         inputs: `(batch, d)`; states: `[h_{t-1}, s_t]`;

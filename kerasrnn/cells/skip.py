@@ -33,9 +33,9 @@ class TemporalSkipCell(RecurrentCell):
     Args:
         units: Positive integer, n.
         delay: Integer d ≥ 2, the reach of the skip connection.
-        activation: f. Default `"tanh"`.
-        use_bias, kernel/recurrent/bias _initializer, _regularizer and
-        _constraint, dropout, recurrent_dropout, seed: See `RecurrentCell`.
+        **kwargs: `activation` (f; default `"tanh"`) and the other arguments of
+            `RecurrentCell`: `use_bias`, the initializers, regularizers and
+            constraints, `dropout`, `recurrent_dropout`, `seed`.
 
     Call arguments:
         inputs: `(batch, d_in)`; states: the d tensors above;
