@@ -1,9 +1,17 @@
 """kerasrnn: textbook recurrent cells for Keras 3.
 
 The public API; everything else is internal.
+
+The cells, parameter accounting, BPTT, gradient diagnostics and conversion
+are imported here and run on any Keras backend without TensorFlow. The
+names in `_NEEDS_TENSORFLOW` are imported on first use instead, so that
+`import kerasrnn` under `KERAS_BACKEND=jax` never loads TensorFlow; without
+it, using one of them raises an `ImportError` that says so in one line.
 """
 
-from kerasrnn import bptt, seq2seq
+import importlib
+
+from kerasrnn import bptt
 from kerasrnn.cells import (
     DeepTransitionCell,
     ElmanCell,
@@ -17,7 +25,13 @@ from kerasrnn.cells import (
 )
 from kerasrnn.convert import from_keras, to_keras
 from kerasrnn.gradients import gradient_flow, jacobian_bound, plot_gradient_flow
+from kerasrnn.optional_tensorflow import import_tensorflow
 from kerasrnn.params import LayerParams, ParamReport, explain_params, param_count
+
+#: Public name -> (module, attribute of it, or None for the module itself).
+_NEEDS_TENSORFLOW = {
+    "seq2seq": ("kerasrnn.seq2seq", None),
+}
 
 __all__ = [
     "DeepTransitionCell",
@@ -41,3 +55,20 @@ __all__ = [
     "seq2seq",
     "to_keras",
 ]
+
+
+def __getattr__(name):
+    if name not in _NEEDS_TENSORFLOW:
+        raise AttributeError(f"module 'kerasrnn' has no attribute {name!r}")
+    module_name, attribute = _NEEDS_TENSORFLOW[name]
+    import_tensorflow(f"kerasrnn.{name}")
+    value = importlib.import_module(module_name)
+    if attribute is not None:
+        value = getattr(value, attribute)
+    # Later lookups find it without coming back here.
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_NEEDS_TENSORFLOW))

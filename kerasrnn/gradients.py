@@ -9,11 +9,14 @@ and `jacobian_bound` gives the chapter's ceiling on it,
 `(γ σ_max(W_h))^lag` (`eq:rnn-jacobian-bound`), for Elman and leaky cells.
 `plot_gradient_flow` draws both on a log scale, where vanishing gradients
 are straight lines sloping down.
+
+`gradient_flow` differentiates with the Keras backend's own autodiff
+(TensorFlow's `GradientTape` or `jax.jacrev`), so it needs no TensorFlow
+under `KERAS_BACKEND=jax`.
 """
 
 import keras
 import numpy as np
-import tensorflow as tf
 
 from kerasrnn.cells.elman import ElmanCell
 from kerasrnn.cells.leaky import LeakyCell
@@ -67,11 +70,35 @@ def gradient_flow(rnn_layer, inputs):
         )
     if not rnn_layer.built:
         rnn_layer(inputs[:1])
-    sequence = tf.convert_to_tensor(inputs[:1], dtype=cell.compute_dtype)
-
-    state = tf.nest.flatten(cell.get_initial_state(batch_size=1))
-    sizes = [int(s.shape[-1]) for s in state]
+    backend = keras.backend.backend()
+    if backend not in _ONE_STEP_JACOBIANS:
+        raise NotImplementedError(
+            "gradient_flow differentiates with the Keras backend's autodiff, "
+            f"one of {tuple(_ONE_STEP_JACOBIANS)}; this process runs Keras "
+            f"on {backend!r} (set KERAS_BACKEND)"
+        )
+    sizes = [
+        int(keras.ops.shape(state)[-1])
+        for state in keras.tree.flatten(cell.get_initial_state(batch_size=1))
+    ]
     hidden = sizes[0]
+    sequence = np.asarray(inputs[:1], dtype=cell.compute_dtype)
+    jacobians = _ONE_STEP_JACOBIANS[backend](cell, sequence, sizes)
+
+    # jacobians[t] is ∂s_{t+1}/∂s_t; the first one (from s_0) is not needed.
+    steps = len(jacobians)
+    flow = np.empty(steps)
+    product = np.eye(sum(sizes))
+    for lag in range(steps):
+        if lag > 0:
+            product = product @ jacobians[steps - lag]
+        flow[lag] = np.linalg.norm(product[:hidden, :hidden], ord=2)
+    return flow
+
+
+def _tensorflow_jacobians(cell, sequence, sizes):
+    """[∂s_{t+1}/∂s_t as a (Σsizes, Σsizes) float64 array, t = 0 … T−1]."""
+    import tensorflow as tf
 
     @tf.function
     def step(x, flat_state):
@@ -88,21 +115,50 @@ def gradient_flow(rnn_layer, inputs):
         )
         return new_flat, tf.reshape(jacobian, (sum(sizes), sum(sizes)))
 
-    flat = tf.concat(state, axis=-1)
+    flat = tf.concat(
+        tf.nest.flatten(cell.get_initial_state(batch_size=1)), axis=-1
+    )
+    jacobians = []
+    for t in range(sequence.shape[1]):
+        flat, jacobian = step(tf.constant(sequence[:, t]), flat)
+        jacobians.append(jacobian.numpy().astype(np.float64))
+    return jacobians
+
+
+def _jax_jacobians(cell, sequence, sizes):
+    """As `_tensorflow_jacobians`, with `jax.jacrev`."""
+    import jax
+    import jax.numpy as jnp
+
+    splits = np.cumsum(sizes)[:-1].tolist()
+
+    def next_state(x, flat_state):
+        states = jnp.split(flat_state, splits, axis=-1)
+        _, new_states = cell(x, list(states), training=False)
+        return jnp.concatenate(keras.tree.flatten(new_states), axis=-1)
+
+    @jax.jit
+    def step(x, flat_state):
+        jacobian = jax.jacrev(lambda state: next_state(x, state)[0])(flat_state)
+        return next_state(x, flat_state), jnp.reshape(
+            jacobian, (sum(sizes), sum(sizes))
+        )
+
+    flat = jnp.concatenate(
+        keras.tree.flatten(cell.get_initial_state(batch_size=1)), axis=-1
+    )
     jacobians = []
     for t in range(sequence.shape[1]):
         flat, jacobian = step(sequence[:, t], flat)
-        jacobians.append(jacobian.numpy().astype(np.float64))
+        jacobians.append(np.asarray(jacobian, dtype=np.float64))
+    return jacobians
 
-    # jacobians[t] is ∂s_{t+1}/∂s_t; the first one (from s_0) is not needed.
-    steps = len(jacobians)
-    flow = np.empty(steps)
-    product = np.eye(sum(sizes))
-    for lag in range(steps):
-        if lag > 0:
-            product = product @ jacobians[steps - lag]
-        flow[lag] = np.linalg.norm(product[:hidden, :hidden], ord=2)
-    return flow
+
+#: Keras backend -> how one-step Jacobians are computed with its autodiff.
+_ONE_STEP_JACOBIANS = {
+    "tensorflow": _tensorflow_jacobians,
+    "jax": _jax_jacobians,
+}
 
 
 def jacobian_bound(cell, T):
