@@ -16,6 +16,15 @@
 - `export_serving`, `StringSeq2Seq`: a string-in, string-out SavedModel.
 """
 
+from kerasrnn.optional_tensorflow import missing_tensorflow
+
+# Every module below is written with TensorFlow: without it, one line says
+# so instead of a traceback from whichever imports it first.
+try:
+    import tensorflow  # noqa: F401
+except ImportError as error:
+    raise missing_tensorflow("kerasrnn.seq2seq", error) from None
+
 from kerasrnn.seq2seq.attention import (
     ATTENTIONS,
     BahdanauAttention,
