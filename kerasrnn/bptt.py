@@ -16,7 +16,12 @@ or L_t = −log softmax(y_t)[z_t] (cross-entropy over class logits y_t).
 `kernel` = W_xᵀ, `recurrent_kernel` = W_hᵀ, `bias` = b.
 """
 
+from __future__ import annotations
+
+from typing import Any
+
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 from kerasrnn.validation import check_choice, check_number
 
@@ -26,7 +31,7 @@ PARAMETER_NAMES = ("W_x", "W_h", "b", "W_y", "b_y")
 LOSSES = ("squared", "cross_entropy")
 
 
-def clip_gradient(gradient, threshold):
+def clip_gradient(gradient: ArrayLike, threshold: float) -> NDArray[np.float64]:
     """Rescale one gradient to norm `threshold` if it is longer (`eq:rnn-clip`).
 
         g ← (τ / ‖g‖) g   if ‖g‖ > τ,   g otherwise,
@@ -50,13 +55,13 @@ def clip_gradient(gradient, threshold):
 
 
 def bptt(
-    params,
-    xs,
-    ys,
-    loss="squared",
-    clip_threshold=None,
-    initial_state=None,
-):
+    params: dict[str, ArrayLike],
+    xs: ArrayLike,
+    ys: ArrayLike,
+    loss: str = "squared",
+    clip_threshold: float | None = None,
+    initial_state: ArrayLike | None = None,
+) -> tuple[float, dict[str, NDArray[np.float64]]]:
     """Loss and gradients of one sequence by Algorithm `alg:rnn-bptt`.
 
     Forward sweep storing every a_t and h_t, then a backward sweep in which
@@ -132,7 +137,9 @@ def bptt(
     return total, grads
 
 
-def _loss_and_output_gradient(y, ys, loss):
+def _loss_and_output_gradient(
+    y: NDArray[np.float64], ys: NDArray[Any], loss: str
+) -> tuple[float, NDArray[np.float64]]:
     """Σ_t L_t and the (T, m) array of ∇_{y_t} L_t."""
     if loss == "squared":
         residual = y - ys
@@ -147,7 +154,7 @@ def _loss_and_output_gradient(y, ys, loss):
     return total, dy
 
 
-def _check_params(params):
+def _check_params(params: dict[str, ArrayLike]) -> list[NDArray[np.float64]]:
     if not isinstance(params, dict) or set(params) != set(PARAMETER_NAMES):
         received = sorted(params) if isinstance(params, dict) else params
         raise ValueError(
@@ -180,7 +187,7 @@ def _check_params(params):
     return arrays
 
 
-def _check_inputs(xs, d):
+def _check_inputs(xs: ArrayLike, d: int) -> NDArray[np.float64]:
     xs = np.asarray(xs, dtype=np.float64)
     if xs.ndim != 2 or xs.shape[1] != d or xs.shape[0] == 0:
         raise ValueError(
@@ -190,7 +197,7 @@ def _check_inputs(xs, d):
     return xs
 
 
-def _check_targets(ys, loss, T, m):
+def _check_targets(ys: ArrayLike, loss: str, T: int, m: int) -> NDArray[Any]:
     if loss == "squared":
         ys = np.asarray(ys, dtype=np.float64)
         if ys.shape != (T, m):
@@ -213,7 +220,7 @@ def _check_targets(ys, loss, T, m):
     return ys
 
 
-def _check_initial_state(initial_state, n):
+def _check_initial_state(initial_state: ArrayLike | None, n: int) -> NDArray[np.float64]:
     if initial_state is None:
         return np.zeros(n)
     h0 = np.asarray(initial_state, dtype=np.float64)

@@ -13,6 +13,11 @@ of the kernel, the recurrent kernel and the bias turns one into the other.
 come to the textbook cells.
 """
 
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
 import keras
 import numpy as np
 
@@ -53,12 +58,12 @@ _KERAS_CELLS = (keras.layers.SimpleRNNCell, keras.layers.LSTMCell, keras.layers.
 _SYMMETRIC_GATES = ("sigmoid", "hard_sigmoid")
 
 
-def _shared_args(cell, names):
+def _shared_args(cell: keras.layers.Layer, names: Sequence[str]) -> dict[str, Any]:
     config = cell.get_config()
     return {name: config[name] for name in names}
 
 
-def _require_built(cell):
+def _require_built(cell: keras.layers.Layer) -> None:
     if not cell.built:
         raise ValueError(
             f"{type(cell).__name__} '{cell.name}' has no weights to convert "
@@ -66,7 +71,9 @@ def _require_built(cell):
         )
 
 
-def _negate_z_block(kernel, recurrent_kernel, bias, units):
+def _negate_z_block(
+    kernel: np.ndarray, recurrent_kernel: np.ndarray, bias: np.ndarray | None, units: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
     """Weights with the update-gate block (the first n columns) negated."""
     flip = np.ones(3 * units, dtype=kernel.dtype)
     flip[:units] = -1.0
@@ -77,7 +84,7 @@ def _negate_z_block(kernel, recurrent_kernel, bias, units):
     )
 
 
-def _check_gru_gate(cell):
+def _check_gru_gate(cell: keras.layers.Layer) -> None:
     name = keras.activations.serialize(cell.recurrent_activation)
     if name not in _SYMMETRIC_GATES:
         raise ValueError(
@@ -88,19 +95,24 @@ def _check_gru_gate(cell):
         )
 
 
-def _weights(cell):
+def _weights(cell: keras.layers.Layer) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
     bias = None if cell.bias is None else np.asarray(cell.bias)
     return np.asarray(cell.kernel), np.asarray(cell.recurrent_kernel), bias
 
 
-def _assign(cell, kernel, recurrent_kernel, bias):
+def _assign(
+    cell: keras.layers.Layer,
+    kernel: np.ndarray,
+    recurrent_kernel: np.ndarray,
+    bias: np.ndarray | None,
+) -> None:
     cell.kernel.assign(kernel)
     cell.recurrent_kernel.assign(recurrent_kernel)
     if bias is not None:
         cell.bias.assign(bias)
 
 
-def _forget_bias_from_keras(cell):
+def _forget_bias_from_keras(cell: keras.layers.LSTMCell) -> dict[str, Any]:
     """`forget_bias` and `bias_initializer` of our LSTM for Keras's `cell`.
 
     Keras's `unit_forget_bias=True` *sets* the forget block to ones, drawing
@@ -119,7 +131,7 @@ def _forget_bias_from_keras(cell):
     }
 
 
-def _forget_bias_to_keras(cell):
+def _forget_bias_to_keras(cell: LSTMCell) -> dict[str, Any]:
     """`unit_forget_bias` and `bias_initializer` of Keras's LSTM for `cell`.
 
     Plain Keras options where they say the same (no forget bias; a forget
@@ -139,7 +151,7 @@ def _forget_bias_to_keras(cell):
     }
 
 
-def _cell_from_keras(cell):
+def _cell_from_keras(cell: keras.layers.Layer) -> RecurrentCell:
     if not isinstance(cell, _KERAS_CELLS):
         raise ValueError(
             "Argument `layer_or_cell` must be a Keras SimpleRNN, LSTM or GRU "
@@ -148,6 +160,7 @@ def _cell_from_keras(cell):
         )
     _require_built(cell)
     kernel, recurrent_kernel, bias = _weights(cell)
+    ours: RecurrentCell
     if isinstance(cell, keras.layers.SimpleRNNCell):
         ours = ElmanCell(**_shared_args(cell, _SHARED_CELL_ARGS))
     elif isinstance(cell, keras.layers.LSTMCell):
@@ -171,7 +184,7 @@ def _cell_from_keras(cell):
     return ours
 
 
-def _cell_to_keras(cell):
+def _cell_to_keras(cell: keras.layers.Layer) -> keras.layers.Layer:
     if not isinstance(cell, (ElmanCell, LeakyCell, LSTMCell, GRUCell)):
         raise ValueError(
             "Argument `layer_or_cell` must be a kerasrnn ElmanCell, LeakyCell, "
@@ -215,7 +228,10 @@ def _cell_to_keras(cell):
     return theirs
 
 
-def _convert_bidirectional(layer, convert):
+def _convert_bidirectional(
+    layer: keras.layers.Bidirectional,
+    convert: Callable[[keras.layers.Layer], keras.layers.Layer],
+) -> keras.layers.Bidirectional:
     """A `Bidirectional` whose two directions are `convert`ed, weights kept.
 
     Keras's `Bidirectional` rebuilds its forward layer from config, so the
@@ -234,7 +250,7 @@ def _convert_bidirectional(layer, convert):
     return converted
 
 
-def from_keras(layer_or_cell):
+def from_keras(layer_or_cell: keras.layers.Layer) -> keras.layers.Layer:
     """A kerasrnn equivalent of a built Keras SimpleRNN, LSTM or GRU.
 
     Args:
@@ -263,7 +279,7 @@ def from_keras(layer_or_cell):
     return _cell_from_keras(layer_or_cell)
 
 
-def to_keras(layer_or_cell):
+def to_keras(layer_or_cell: keras.layers.Layer) -> keras.layers.Layer:
     """The Keras built-in that computes the same function as a kerasrnn cell.
 
     Args:

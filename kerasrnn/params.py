@@ -14,7 +14,11 @@ the lecture notes write by hand, and checks each total against Keras's own
 `count_params()`.
 """
 
+from __future__ import annotations
+
 import dataclasses
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
 
 import keras
 
@@ -30,7 +34,7 @@ _KERAS_GATES = {
 }
 
 
-def _gate_count(cell):
+def _gate_count(cell: keras.layers.Layer) -> int:
     if isinstance(cell, RecurrentCell):
         return cell.gate_count
     for cls, gates in _KERAS_GATES.items():
@@ -48,11 +52,11 @@ def _gate_count(cell):
 _FUSED_WEIGHTS = ("kernel", "recurrent_kernel", "bias", "alpha")
 
 
-def _has_bias_row_pair(cell):
-    return getattr(cell, "reset_after", False) and cell.use_bias
+def _has_bias_row_pair(cell: keras.layers.Layer) -> bool:
+    return bool(getattr(cell, "reset_after", False) and cell.use_bias)
 
 
-def param_count(cell, input_dim):
+def param_count(cell: keras.layers.Layer, input_dim: int) -> int:
     """Closed-form number of trainable parameters of `cell` on d inputs.
 
     Args:
@@ -95,13 +99,13 @@ class LayerParams:
 
     name: str
     description: str
-    parts: list
+    parts: list[tuple[str, int]]
     total: int
     formula: str
     count_params: int
 
     @property
-    def agrees(self):
+    def agrees(self) -> bool:
         """Whether the closed form equals Keras's own count."""
         return self.total == self.count_params
 
@@ -113,17 +117,18 @@ class ParamReport:
     `str(report)` is the text `explain_params` prints.
     """
 
-    layers: list
+    layers: list[LayerParams]
     total: int
     count_params: int
 
     @property
-    def agrees(self):
+    def agrees(self) -> bool:
+        """Whether every layer's closed form, and the sum, equal Keras's counts."""
         return self.total == self.count_params and all(
             layer.agrees for layer in self.layers
         )
 
-    def __str__(self):
+    def __str__(self) -> str:
         lines = []
         for index, layer in enumerate(self.layers, start=1):
             lines.append(f"Layer {index}: {layer.name} — {layer.description}")
@@ -142,7 +147,9 @@ class ParamReport:
         return "\n".join(lines)
 
 
-def _cell_parts(cell, prefix=""):
+def _cell_parts(
+    cell: keras.layers.Layer, prefix: str = ""
+) -> tuple[list[tuple[str, int]], int, str]:
     """Breakdown of one built recurrent cell: (parts, closed form, text)."""
     d = int(cell.kernel.shape[0])
     n = cell.units
@@ -176,10 +183,14 @@ def _cell_parts(cell, prefix=""):
     return parts, param_count(cell, d), formula
 
 
-def _rnn_parts(layer, prefix=""):
+def _rnn_parts(
+    layer: keras.layers.RNN, prefix: str = ""
+) -> tuple[list[tuple[str, int]], int, str]:
     # StackedRNNCells and SkipStackedCells hold their cells in `.cells`.
     cells = getattr(layer.cell, "cells", None) or [layer.cell]
-    parts, total, formulas = [], 0, []
+    parts: list[tuple[str, int]] = []
+    total = 0
+    formulas: list[str] = []
     for depth, cell in enumerate(cells):
         cell_prefix = prefix + (f"cell {depth + 1} " if len(cells) > 1 else "")
         cell_parts, cell_total, formula = _cell_parts(cell, cell_prefix)
@@ -189,7 +200,7 @@ def _rnn_parts(layer, prefix=""):
     return parts, total, " + ".join(formulas)
 
 
-def _describe_rnn(layer):
+def _describe_rnn(layer: keras.layers.RNN) -> str:
     cell = layer.cell
     if getattr(cell, "cells", None):
         names = ", ".join(type(c).__name__ for c in cell.cells)
@@ -198,7 +209,7 @@ def _describe_rnn(layer):
     return f"{type(layer).__name__}({type(cell).__name__}), n={cell.units}, d={d}"
 
 
-def _explain_layer(layer):
+def _explain_layer(layer: keras.layers.Layer) -> LayerParams:
     name = layer.name
     keras_count = layer.count_params()
     if isinstance(layer, keras.layers.Bidirectional):
@@ -270,14 +281,14 @@ def _explain_layer(layer):
     )
 
 
-def _size(shape):
+def _size(shape: Sequence[int]) -> int:
     size = 1
     for s in shape:
         size *= int(s)
     return size
 
 
-def _leaf_layers(model):
+def _leaf_layers(model: keras.Model) -> Iterator[keras.layers.Layer]:
     for layer in model.layers:
         if isinstance(layer, keras.Model):
             yield from _leaf_layers(layer)
@@ -285,7 +296,9 @@ def _leaf_layers(model):
             yield layer
 
 
-def explain_params(model, print_fn=print):
+def explain_params(
+    model: keras.Model, print_fn: Callable[[str], Any] | None = print
+) -> ParamReport:
     """Print and return a per-layer, per-weight parameter breakdown.
 
     Written in the lecture notes' style (input weights d×n = …, recurrent

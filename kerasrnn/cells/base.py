@@ -39,12 +39,25 @@ must set `gate_count` and write `call`; Python refuses to instantiate one
 that does not. It overrides `param_count` when it has weights of its own.
 """
 
+from __future__ import annotations
+
 import abc
+from collections.abc import Sequence
+from typing import Any
 
 import keras
 from keras import ops
 
 from kerasrnn.keras_internals import DropoutRNNCell
+from kerasrnn.types import (
+    ActivationLike,
+    Config,
+    ConstraintLike,
+    InitializerLike,
+    RegularizerLike,
+    ShapeLike,
+    TensorLike,
+)
 from kerasrnn.validation import (
     check_activation,
     check_bool,
@@ -79,7 +92,7 @@ class RecurrentCell(keras.layers.Layer, DropoutRNNCell, metaclass=abc.ABCMeta):
 
     @property
     @abc.abstractmethod
-    def gate_count(self):
+    def gate_count(self) -> int:
         """g, the number of gate blocks fused into one kernel.
 
         A subclass sets it as a class attribute (`gate_count = 4`).
@@ -87,23 +100,23 @@ class RecurrentCell(keras.layers.Layer, DropoutRNNCell, metaclass=abc.ABCMeta):
 
     def __init__(
         self,
-        units,
-        activation="tanh",
-        use_bias=True,
-        kernel_initializer="glorot_uniform",
-        recurrent_initializer="orthogonal",
-        bias_initializer="zeros",
-        kernel_regularizer=None,
-        recurrent_regularizer=None,
-        bias_regularizer=None,
-        kernel_constraint=None,
-        recurrent_constraint=None,
-        bias_constraint=None,
-        dropout=0.0,
-        recurrent_dropout=0.0,
-        seed=None,
-        **kwargs,
-    ):
+        units: int,
+        activation: ActivationLike = "tanh",
+        use_bias: bool = True,
+        kernel_initializer: InitializerLike = "glorot_uniform",
+        recurrent_initializer: InitializerLike = "orthogonal",
+        bias_initializer: InitializerLike = "zeros",
+        kernel_regularizer: RegularizerLike = None,
+        recurrent_regularizer: RegularizerLike = None,
+        bias_regularizer: RegularizerLike = None,
+        kernel_constraint: ConstraintLike = None,
+        recurrent_constraint: ConstraintLike = None,
+        bias_constraint: ConstraintLike = None,
+        dropout: float = 0.0,
+        recurrent_dropout: float = 0.0,
+        seed: int | None = None,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(**kwargs)
         self.units = check_positive_int("units", units)
         self.activation = check_activation("activation", activation)
@@ -132,10 +145,10 @@ class RecurrentCell(keras.layers.Layer, DropoutRNNCell, metaclass=abc.ABCMeta):
 
         self.state_size = self.units
         self.output_size = self.units
-        self.input_dim = None
+        self.input_dim: int | None = None
 
     # ------------------------------------------------------------------ build
-    def build(self, input_shape):
+    def build(self, input_shape: ShapeLike) -> None:
         """Create `kernel`, `recurrent_kernel` and `bias` for one step's input.
 
         Args:
@@ -179,20 +192,22 @@ class RecurrentCell(keras.layers.Layer, DropoutRNNCell, metaclass=abc.ABCMeta):
         self.build_extra_weights()
         super().build(input_shape)
 
-    def bias_shape(self):
+    def bias_shape(self) -> tuple[int, ...]:
         """Shape of `bias`; `(g·n,)` unless a cell says otherwise."""
         return (self.gate_count * self.units,)
 
-    def initial_bias(self, shape, dtype=None):
+    def initial_bias(self, shape: Sequence[int], dtype: Any = None) -> TensorLike:
         """Initial value of `bias`; the LSTM overrides it for `forget_bias`."""
         return self.bias_initializer(shape, dtype=dtype)
 
-    def build_extra_weights(self):
+    def build_extra_weights(self) -> None:
         """Hook for weights beyond the three fused ones (the learned leak)."""
 
     # ------------------------------------------------------------------- call
     @abc.abstractmethod
-    def call(self, inputs, states, training=False):
+    def call(
+        self, inputs: TensorLike, states: list[TensorLike], training: bool = False
+    ) -> tuple[TensorLike, list[TensorLike]]:
         """One step of the cell's equations.
 
         Args:
@@ -205,7 +220,9 @@ class RecurrentCell(keras.layers.Layer, DropoutRNNCell, metaclass=abc.ABCMeta):
             like `states`.
         """
 
-    def pre_activation(self, inputs, h_prev, training=False):
+    def pre_activation(
+        self, inputs: TensorLike, h_prev: TensorLike, training: bool = False
+    ) -> TensorLike:
         """a_t = x_t W + h_{t-1} U + b, the argument of every Elman-type update.
 
         The fused projection of `eq:rnn-hidden` (and of the LSTM's four gates,
@@ -232,7 +249,7 @@ class RecurrentCell(keras.layers.Layer, DropoutRNNCell, metaclass=abc.ABCMeta):
             a = a + self.bias
         return a
 
-    def check_step_input(self, inputs):
+    def check_step_input(self, inputs: TensorLike) -> None:
         """Refuse a step input whose feature size differs from the built one.
 
         Keras traces the step once before its loop starts, so this fires
@@ -247,19 +264,19 @@ class RecurrentCell(keras.layers.Layer, DropoutRNNCell, metaclass=abc.ABCMeta):
                 f"{shape}."
             )
 
-    def dropped_inputs(self, inputs, training):
+    def dropped_inputs(self, inputs: TensorLike, training: bool) -> TensorLike:
         """x_t with the sequence's input-dropout mask applied when training."""
         if training and self.dropout > 0.0:
             return inputs * self.get_dropout_mask(inputs)
         return inputs
 
-    def dropped_state(self, h_prev, training):
+    def dropped_state(self, h_prev: TensorLike, training: bool) -> TensorLike:
         """h_{t-1} with the recurrent-dropout mask applied when training."""
         if training and self.recurrent_dropout > 0.0:
             return h_prev * self.get_recurrent_dropout_mask(h_prev)
         return h_prev
 
-    def get_initial_state(self, batch_size=None):
+    def get_initial_state(self, batch_size: int | None = None) -> list[TensorLike]:
         """Zero state(s): a list with one `(batch_size, size)` tensor each."""
         sizes = (
             self.state_size
@@ -272,7 +289,7 @@ class RecurrentCell(keras.layers.Layer, DropoutRNNCell, metaclass=abc.ABCMeta):
         ]
 
     # ---------------------------------------------------------------- account
-    def param_count(self, input_dim):
+    def param_count(self, input_dim: int) -> int:
         """Closed-form number of trainable parameters for input size d.
 
         g·n·(d + n) weights plus the bias, g·n (g·n·2 for a GRU with
@@ -286,7 +303,8 @@ class RecurrentCell(keras.layers.Layer, DropoutRNNCell, metaclass=abc.ABCMeta):
         return g * n * (d + n) + (biases if self.use_bias else 0)
 
     # ----------------------------------------------------------------- config
-    def get_config(self):
+    def get_config(self) -> Config:
+        """Every constructor argument, initializers and the like serialized."""
         config = {
             "units": self.units,
             "activation": keras.activations.serialize(self.activation),

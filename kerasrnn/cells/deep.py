@@ -1,9 +1,15 @@
 """Deep RNNs: an MLP inside the step, and stacks with skip connections."""
 
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
 import keras
 from keras import ops
 
 from kerasrnn.cells.base import RecurrentCell
+from kerasrnn.types import Config, ShapeLike, TensorLike
 from kerasrnn.validation import (
     check_bool,
     check_positive_int,
@@ -11,7 +17,7 @@ from kerasrnn.validation import (
 )
 
 
-def _size_list(state_size):
+def _size_list(state_size: int | list[int] | tuple[int, ...]) -> list[int]:
     """A cell's `state_size` as a list of ints."""
     if isinstance(state_size, (list, tuple)):
         return [int(size) for size in state_size]
@@ -60,19 +66,21 @@ class DeepTransitionCell(RecurrentCell):
 
     gate_count = 1
 
-    def __init__(self, units, transition_units=(), **kwargs):
+    def __init__(
+        self, units: int, transition_units: Sequence[int] = (), **kwargs: Any
+    ) -> None:
         super().__init__(units, **kwargs)
         self.transition_units = check_positive_int_list(
             "transition_units", transition_units, allow_empty=True
         )
-        self.transition_kernels = []
-        self.transition_biases = []
+        self.transition_kernels: list[Any] = []
+        self.transition_biases: list[Any] = []
 
-    def layer_widths(self):
+    def layer_widths(self) -> tuple[int, ...]:
         """(m_0, …, m_L) = (n, *transition_units, n)."""
         return (self.units, *self.transition_units, self.units)
 
-    def build_extra_weights(self):
+    def build_extra_weights(self) -> None:
         widths = self.layer_widths()
         for index, (fan_in, fan_out) in enumerate(zip(widths, widths[1:])):
             self.transition_kernels.append(
@@ -95,7 +103,7 @@ class DeepTransitionCell(RecurrentCell):
                     )
                 )
 
-    def param_count(self, input_dim):
+    def param_count(self, input_dim: int) -> int:
         """n(d + n + 1) + Σ_l (m_{l-1} + 1) m_l (no +1 without bias)."""
         widths = self.layer_widths()
         bias = 1 if self.use_bias else 0
@@ -105,7 +113,9 @@ class DeepTransitionCell(RecurrentCell):
         )
         return super().param_count(input_dim) + transition
 
-    def call(self, inputs, states, training=False):
+    def call(
+        self, inputs: TensorLike, states: list[TensorLike], training: bool = False
+    ) -> tuple[TensorLike, list[TensorLike]]:
         h_prev = states[0] if isinstance(states, (list, tuple)) else states
         z = self.activation(self.pre_activation(inputs, h_prev, training))
         for index, kernel in enumerate(self.transition_kernels):
@@ -115,7 +125,7 @@ class DeepTransitionCell(RecurrentCell):
             z = self.activation(a)
         return z, [z]
 
-    def get_config(self):
+    def get_config(self) -> Config:
         return {
             **super().get_config(),
             "transition_units": list(self.transition_units),
@@ -168,7 +178,13 @@ class SkipStackedCells(keras.layers.Layer):
     (2, 16)
     """
 
-    def __init__(self, cells, input_skip=True, output_skip=True, **kwargs):
+    def __init__(
+        self,
+        cells: Sequence[keras.layers.Layer],
+        input_skip: bool = True,
+        output_skip: bool = True,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(**kwargs)
         if not isinstance(cells, (list, tuple)) or not cells:
             raise ValueError(
@@ -203,7 +219,7 @@ class SkipStackedCells(keras.layers.Layer):
         outputs = [int(c.output_size) for c in self.cells]
         self.output_size = sum(outputs) if self.output_skip else outputs[-1]
 
-    def layer_input_dims(self, input_dim):
+    def layer_input_dims(self, input_dim: int) -> list[int]:
         """Input size d_l of every layer for an input of size d."""
         dims = [input_dim]
         for cell in self.cells[:-1]:
@@ -211,21 +227,40 @@ class SkipStackedCells(keras.layers.Layer):
             dims.append(input_dim + below if self.input_skip else below)
         return dims
 
-    def build(self, input_shape):
+    def build(self, input_shape: ShapeLike) -> None:
         """Build every cell for its own input size.
 
         Args:
             input_shape: `(batch, d)`, the shape of one time step.
         """
-        batch, input_dim = tuple(input_shape)[0], int(input_shape[-1])
+        batch, input_dim = tuple(input_shape)[0], input_shape[-1]
+        if len(input_shape) != 2 or input_dim is None:
+            raise ValueError(
+                "SkipStackedCells steps over inputs of shape (batch, features) "
+                "with a known number of features. Received a step input shape "
+                f"of {tuple(input_shape)}."
+            )
         for cell, dim in zip(self.cells, self.layer_input_dims(input_dim)):
             if not cell.built:
                 cell.build((batch, dim))
         super().build(input_shape)
 
-    def call(self, inputs, states, training=False):
+    def call(
+        self, inputs: TensorLike, states: list[TensorLike], training: bool = False
+    ) -> tuple[TensorLike, list[TensorLike]]:
+        """One step of every layer, bottom to top (the equations above).
+
+        Args:
+            inputs: `(batch, d)`, x_t.
+            states: The flat list of the cells' states, layer 1 first.
+            training: Passed to every cell.
+
+        Returns:
+            `(y_t, new_states)`, new_states shaped like `states`.
+        """
         states = list(states)
-        new_states, outputs = [], []
+        new_states: list[TensorLike] = []
+        outputs: list[TensorLike] = []
         below = None
         for cell, count in zip(self.cells, self.state_counts):
             own, states = states[:count], states[count:]
@@ -247,9 +282,9 @@ class SkipStackedCells(keras.layers.Layer):
         )
         return output, new_states
 
-    def get_initial_state(self, batch_size=None):
+    def get_initial_state(self, batch_size: int | None = None) -> list[TensorLike]:
         """Every cell's initial states, flattened in layer order."""
-        initial = []
+        initial: list[TensorLike] = []
         for cell in self.cells:
             if hasattr(cell, "get_initial_state"):
                 states = cell.get_initial_state(batch_size=batch_size)
@@ -263,7 +298,7 @@ class SkipStackedCells(keras.layers.Layer):
                 )
         return initial
 
-    def param_count(self, input_dim):
+    def param_count(self, input_dim: int) -> int:
         """Σ_l cell_l.param_count(d_l), with d_l from `layer_input_dims`."""
         input_dim = check_positive_int("input_dim", input_dim)
         total = 0
@@ -277,7 +312,8 @@ class SkipStackedCells(keras.layers.Layer):
             total += cell.param_count(dim)
         return total
 
-    def get_config(self):
+    def get_config(self) -> Config:
+        """The cells serialized, and `input_skip`, `output_skip`."""
         config = {
             "cells": [keras.saving.serialize_keras_object(c)
                       for c in self.cells],
@@ -287,7 +323,8 @@ class SkipStackedCells(keras.layers.Layer):
         return {**super().get_config(), **config}
 
     @classmethod
-    def from_config(cls, config):
+    def from_config(cls, config: Config) -> SkipStackedCells:
+        """Rebuild the stack, deserializing its cells, from `get_config`."""
         config = dict(config)
         cells = [keras.saving.deserialize_keras_object(c)
                  for c in config.pop("cells")]

@@ -1,8 +1,11 @@
 """The Elman (simple) recurrent cell, `eq:rnn-hidden`."""
 
+from __future__ import annotations
+
 import keras
 
 from kerasrnn.cells.base import RecurrentCell
+from kerasrnn.types import TensorLike
 
 
 @keras.saving.register_keras_serializable(package="kerasrnn")
@@ -42,7 +45,9 @@ class ElmanCell(RecurrentCell):
 
     gate_count = 1
 
-    def call(self, inputs, states, training=False):
+    def call(
+        self, inputs: TensorLike, states: list[TensorLike], training: bool = False
+    ) -> tuple[TensorLike, list[TensorLike]]:
         h_prev = states[0] if isinstance(states, (list, tuple)) else states
         h = self.activation(self.pre_activation(inputs, h_prev, training))
         return h, [h]

@@ -1,9 +1,14 @@
 """The gated recurrent unit, `eq:rnn-gru-z` … `eq:rnn-gru-h`."""
 
+from __future__ import annotations
+
+from typing import Any
+
 import keras
 from keras import ops
 
 from kerasrnn.cells.base import RecurrentCell
+from kerasrnn.types import ActivationLike, Config, TensorLike
 from kerasrnn.validation import check_activation, check_bool
 
 
@@ -63,23 +68,25 @@ class GRUCell(RecurrentCell):
 
     def __init__(
         self,
-        units,
-        recurrent_activation="sigmoid",
-        reset_after=False,
-        **kwargs,
-    ):
+        units: int,
+        recurrent_activation: ActivationLike = "sigmoid",
+        reset_after: bool = False,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(units, **kwargs)
         self.recurrent_activation = check_activation(
             "recurrent_activation", recurrent_activation
         )
         self.reset_after = check_bool("reset_after", reset_after)
 
-    def bias_shape(self):
+    def bias_shape(self) -> tuple[int, ...]:
         if self.reset_after:
             return (2, 3 * self.units)
         return (3 * self.units,)
 
-    def call(self, inputs, states, training=False):
+    def call(
+        self, inputs: TensorLike, states: list[TensorLike], training: bool = False
+    ) -> tuple[TensorLike, list[TensorLike]]:
         self.check_step_input(inputs)
         h_prev = states[0] if isinstance(states, (list, tuple)) else states
         n = self.units
@@ -109,7 +116,7 @@ class GRUCell(RecurrentCell):
         h = (1.0 - z) * h_prev + z * candidate
         return h, [h]
 
-    def get_config(self):
+    def get_config(self) -> Config:
         config = {
             "recurrent_activation": keras.activations.serialize(
                 self.recurrent_activation

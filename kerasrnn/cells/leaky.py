@@ -1,9 +1,14 @@
 """The leaky-unit recurrent cell (lecture notes, slide 55)."""
 
+from __future__ import annotations
+
+from typing import Any
+
 import keras
 from keras import ops
 
 from kerasrnn.cells.base import RecurrentCell
+from kerasrnn.types import Config, TensorLike
 from kerasrnn.validation import check_bool, check_number
 
 
@@ -11,7 +16,7 @@ from kerasrnn.validation import check_bool, check_number
 class UnitInterval(keras.constraints.Constraint):
     """Keeps a weight inside [0, 1] after every optimizer update."""
 
-    def __call__(self, w):
+    def __call__(self, w: TensorLike) -> TensorLike:
         return ops.clip(w, 0.0, 1.0)
 
 
@@ -66,13 +71,15 @@ class LeakyCell(RecurrentCell):
 
     gate_count = 1
 
-    def __init__(self, units, alpha=0.5, learn_alpha=False, **kwargs):
+    def __init__(
+        self, units: int, alpha: float = 0.5, learn_alpha: bool = False, **kwargs: Any
+    ) -> None:
         super().__init__(units, **kwargs)
         self.alpha = check_number("alpha", alpha, low=0, high=1)
         self.learn_alpha = check_bool("learn_alpha", learn_alpha)
-        self.alpha_weight = None
+        self.alpha_weight: Any = None
 
-    def build_extra_weights(self):
+    def build_extra_weights(self) -> None:
         if self.learn_alpha:
             self.alpha_weight = self.add_weight(
                 shape=(self.units,),
@@ -81,12 +88,14 @@ class LeakyCell(RecurrentCell):
                 constraint=UnitInterval(),
             )
 
-    def param_count(self, input_dim):
+    def param_count(self, input_dim: int) -> int:
         """n(d + n + 1), + n when α is learned; n(d + n) without bias."""
         extra = self.units if self.learn_alpha else 0
         return super().param_count(input_dim) + extra
 
-    def call(self, inputs, states, training=False):
+    def call(
+        self, inputs: TensorLike, states: list[TensorLike], training: bool = False
+    ) -> tuple[TensorLike, list[TensorLike]]:
         h_prev = states[0] if isinstance(states, (list, tuple)) else states
         candidate = self.activation(
             self.pre_activation(inputs, h_prev, training)
@@ -95,6 +104,6 @@ class LeakyCell(RecurrentCell):
         h = (1.0 - alpha) * h_prev + alpha * candidate
         return h, [h]
 
-    def get_config(self):
+    def get_config(self) -> Config:
         config = {"alpha": self.alpha, "learn_alpha": self.learn_alpha}
         return {**super().get_config(), **config}

@@ -1,9 +1,15 @@
 """The long short-term memory cell, `eq:rnn-lstm-f` … `eq:rnn-lstm-h`."""
 
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
 import keras
 from keras import ops
 
 from kerasrnn.cells.base import RecurrentCell
+from kerasrnn.types import ActivationLike, Config, InitializerLike, TensorLike
 from kerasrnn.validation import check_activation, check_bool, check_number
 
 
@@ -31,15 +37,20 @@ class LSTMBias(keras.initializers.Initializer):
     array([0., 0., 2., 2., 0., 0., 0., 0.], dtype=float32)
     """
 
-    def __init__(self, initializer="zeros", forget_bias=0.0,
-                 unit_forget_bias=False):
+    def __init__(
+        self,
+        initializer: InitializerLike = "zeros",
+        forget_bias: float = 0.0,
+        unit_forget_bias: bool = False,
+    ) -> None:
         self.initializer = keras.initializers.get(initializer)
         self.forget_bias = check_number("forget_bias", forget_bias)
         self.unit_forget_bias = check_bool(
             "unit_forget_bias", unit_forget_bias
         )
 
-    def __call__(self, shape, dtype=None):
+    def __call__(self, shape: Sequence[int], dtype: Any = None) -> TensorLike:
+        """The bias for `shape` `(4n,)`, of `dtype`."""
         shape = tuple(shape)
         if len(shape) != 1 or shape[0] % 4:
             raise ValueError(
@@ -66,7 +77,8 @@ class LSTMBias(keras.initializers.Initializer):
         )
         return bias + offset
 
-    def get_config(self):
+    def get_config(self) -> Config:
+        """The three constructor arguments, the initializer serialized."""
         return {
             "initializer": keras.initializers.serialize(self.initializer),
             "forget_bias": self.forget_bias,
@@ -124,11 +136,11 @@ class LSTMCell(RecurrentCell):
 
     def __init__(
         self,
-        units,
-        recurrent_activation="sigmoid",
-        forget_bias=1.0,
-        **kwargs,
-    ):
+        units: int,
+        recurrent_activation: ActivationLike = "sigmoid",
+        forget_bias: float = 1.0,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(units, **kwargs)
         self.recurrent_activation = check_activation(
             "recurrent_activation", recurrent_activation
@@ -136,12 +148,14 @@ class LSTMCell(RecurrentCell):
         self.forget_bias = check_number("forget_bias", forget_bias)
         self.state_size = [self.units, self.units]
 
-    def initial_bias(self, shape, dtype=None):
+    def initial_bias(self, shape: Sequence[int], dtype: Any = None) -> TensorLike:
         return LSTMBias(self.bias_initializer, self.forget_bias)(
             shape, dtype=dtype
         )
 
-    def call(self, inputs, states, training=False):
+    def call(
+        self, inputs: TensorLike, states: list[TensorLike], training: bool = False
+    ) -> tuple[TensorLike, list[TensorLike]]:
         h_prev, c_prev = states[0], states[1]
         z = self.pre_activation(inputs, h_prev, training)
         z_i, z_f, z_c, z_o = ops.split(z, 4, axis=-1)
@@ -153,7 +167,7 @@ class LSTMCell(RecurrentCell):
         h = o * self.activation(c)
         return h, [h, c]
 
-    def get_config(self):
+    def get_config(self) -> Config:
         config = {
             "recurrent_activation": keras.activations.serialize(
                 self.recurrent_activation

@@ -1,11 +1,16 @@
 """Multiple time scales: unit groups that update every 1, 2, 4, … steps."""
 
+from __future__ import annotations
+
 import math
+from collections.abc import Sequence
+from typing import Any
 
 import keras
 from keras import ops
 
 from kerasrnn.cells.base import RecurrentCell
+from kerasrnn.types import Config, TensorLike
 from kerasrnn.validation import check_positive_int_list
 
 
@@ -58,7 +63,9 @@ class MultiScaleCell(RecurrentCell):
 
     gate_count = 1
 
-    def __init__(self, units, periods=(1, 2, 4, 8), **kwargs):
+    def __init__(
+        self, units: int, periods: Sequence[int] = (1, 2, 4, 8), **kwargs: Any
+    ) -> None:
         super().__init__(units, **kwargs)
         periods = check_positive_int_list("periods", periods)
         if self.units % len(periods):
@@ -73,7 +80,9 @@ class MultiScaleCell(RecurrentCell):
         self.cycle = math.lcm(*self.periods)
         self.state_size = [self.units, 1]
 
-    def call(self, inputs, states, training=False):
+    def call(
+        self, inputs: TensorLike, states: list[TensorLike], training: bool = False
+    ) -> tuple[TensorLike, list[TensorLike]]:
         h_prev, step = states[0], states[1]
         candidate = self.activation(
             self.pre_activation(inputs, h_prev, training)
@@ -83,5 +92,5 @@ class MultiScaleCell(RecurrentCell):
         h = ops.where(update, candidate, h_prev)
         return h, [h, ops.mod(step + 1.0, float(self.cycle))]
 
-    def get_config(self):
+    def get_config(self) -> Config:
         return {**super().get_config(), "periods": list(self.periods)}

@@ -1,9 +1,14 @@
 """Temporal skip connections: a recurrence that also reaches d steps back."""
 
+from __future__ import annotations
+
+from typing import Any
+
 import keras
 from keras import ops
 
 from kerasrnn.cells.base import RecurrentCell
+from kerasrnn.types import Config, TensorLike
 from kerasrnn.validation import check_int
 
 
@@ -53,14 +58,14 @@ class TemporalSkipCell(RecurrentCell):
 
     gate_count = 1
 
-    def __init__(self, units, delay=2, **kwargs):
+    def __init__(self, units: int, delay: int = 2, **kwargs: Any) -> None:
         super().__init__(units, **kwargs)
         # A delay of 1 would be the ordinary recurrence.
         self.delay = check_int("delay", delay, 2)
         self.state_size = [self.units] * delay
-        self.skip_kernel = None
+        self.skip_kernel: Any = None
 
-    def build_extra_weights(self):
+    def build_extra_weights(self) -> None:
         self.skip_kernel = self.add_weight(
             shape=(self.units, self.units),
             name="skip_kernel",
@@ -69,11 +74,13 @@ class TemporalSkipCell(RecurrentCell):
             constraint=self.recurrent_constraint,
         )
 
-    def param_count(self, input_dim):
+    def param_count(self, input_dim: int) -> int:
         """n(d_in + 2n + 1); n(d_in + 2n) without bias."""
         return super().param_count(input_dim) + self.units * self.units
 
-    def call(self, inputs, states, training=False):
+    def call(
+        self, inputs: TensorLike, states: list[TensorLike], training: bool = False
+    ) -> tuple[TensorLike, list[TensorLike]]:
         states = list(states)
         h_prev, h_delayed = states[0], states[-1]
         a = self.pre_activation(inputs, h_prev, training) + ops.matmul(
@@ -82,5 +89,5 @@ class TemporalSkipCell(RecurrentCell):
         h = self.activation(a)
         return h, [h] + states[:-1]
 
-    def get_config(self):
+    def get_config(self) -> Config:
         return {**super().get_config(), "delay": self.delay}
