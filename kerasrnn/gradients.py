@@ -15,12 +15,21 @@ are straight lines sloping down.
 under `KERAS_BACKEND=jax`.
 """
 
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
 import keras
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 from kerasrnn.cells.elman import ElmanCell
 from kerasrnn.cells.leaky import LeakyCell
 from kerasrnn.validation import check_positive_int
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
 
 # sup |f'| of the activations the bound knows; γ of eq:rnn-jacobian-bound.
 _SLOPE_BOUNDS = {
@@ -31,7 +40,7 @@ _SLOPE_BOUNDS = {
 }
 
 
-def gradient_flow(rnn_layer, inputs):
+def gradient_flow(rnn_layer: keras.layers.Layer, inputs: ArrayLike) -> NDArray[np.float64]:
     """‖∂h_T/∂h_{T−lag}‖₂ for lag = 0 … T−1, on the first sequence.
 
     The cell is stepped over `inputs[0]` from its initial state; at each
@@ -96,12 +105,14 @@ def gradient_flow(rnn_layer, inputs):
     return flow
 
 
-def _tensorflow_jacobians(cell, sequence, sizes):
+def _tensorflow_jacobians(
+    cell: keras.layers.Layer, sequence: NDArray[Any], sizes: Sequence[int]
+) -> list[NDArray[np.float64]]:
     """[∂s_{t+1}/∂s_t as a (Σsizes, Σsizes) float64 array, t = 0 … T−1]."""
     import tensorflow as tf
 
     @tf.function
-    def step(x, flat_state):
+    def step(x: Any, flat_state: Any) -> tuple[Any, Any]:
         with tf.GradientTape() as tape:
             tape.watch(flat_state)
             states = tf.split(flat_state, sizes, axis=-1)
@@ -125,20 +136,22 @@ def _tensorflow_jacobians(cell, sequence, sizes):
     return jacobians
 
 
-def _jax_jacobians(cell, sequence, sizes):
+def _jax_jacobians(
+    cell: keras.layers.Layer, sequence: NDArray[Any], sizes: Sequence[int]
+) -> list[NDArray[np.float64]]:
     """As `_tensorflow_jacobians`, with `jax.jacrev`."""
     import jax
     import jax.numpy as jnp
 
     splits = np.cumsum(sizes)[:-1].tolist()
 
-    def next_state(x, flat_state):
+    def next_state(x: Any, flat_state: Any) -> Any:
         states = jnp.split(flat_state, splits, axis=-1)
         _, new_states = cell(x, list(states), training=False)
         return jnp.concatenate(keras.tree.flatten(new_states), axis=-1)
 
     @jax.jit
-    def step(x, flat_state):
+    def step(x: Any, flat_state: Any) -> tuple[Any, Any]:
         jacobian = jax.jacrev(lambda state: next_state(x, state)[0])(flat_state)
         return next_state(x, flat_state), jnp.reshape(
             jacobian, (sum(sizes), sum(sizes))
@@ -155,13 +168,15 @@ def _jax_jacobians(cell, sequence, sizes):
 
 
 #: Keras backend -> how one-step Jacobians are computed with its autodiff.
-_ONE_STEP_JACOBIANS = {
+_ONE_STEP_JACOBIANS: dict[
+    str, Callable[[keras.layers.Layer, NDArray[Any], Sequence[int]], list[NDArray[np.float64]]]
+] = {
     "tensorflow": _tensorflow_jacobians,
     "jax": _jax_jacobians,
 }
 
 
-def jacobian_bound(cell, T):
+def jacobian_bound(cell: keras.layers.Layer, T: int) -> NDArray[np.float64]:
     """Ceiling on ‖∂h_T/∂h_{T−lag}‖₂ for lag = 0 … T−1 (`eq:rnn-jacobian-bound`).
 
     Elman cell: each factor diag(f'(a_i)) W_h of `eq:rnn-jacobian` has norm
@@ -223,7 +238,12 @@ def jacobian_bound(cell, T):
     return rate ** np.arange(T, dtype=np.float64)
 
 
-def plot_gradient_flow(curves, bounds=None, ax=None, title=None):
+def plot_gradient_flow(
+    curves: dict[str, ArrayLike],
+    bounds: dict[str, ArrayLike] | None = None,
+    ax: Axes | None = None,
+    title: str | None = None,
+) -> Axes:
     """Draw gradient-flow curves (and bounds, dashed) on a log scale.
 
     Args:
