@@ -11,6 +11,7 @@ status 2.
 import argparse
 import dataclasses
 import sys
+from collections.abc import Sequence
 
 from kerasrnn_pipelines.faults import DatasetNotOnDisk, RunFailed
 from kerasrnn_pipelines.options import (
@@ -191,7 +192,7 @@ def parse_config(argv):
     return config
 
 
-def main(argv=None):
+def main(argv: Sequence[str] | None = None) -> int:
     """Run `kerasrnn-train TASK [options]`; return the exit status.
 
     Args:

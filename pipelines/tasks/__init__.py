@@ -26,7 +26,14 @@ Token ids, in every task that reads tokens, are those of
 `kerasrnn.seq2seq.Vocabulary`, whose module documents the reserved ids.
 """
 
+from __future__ import annotations
+
 import importlib
+import types
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from kerasrnn_pipelines.options import RunConfig
 
 #: Task name -> its module; imported when the run starts.
 TASKS = {
@@ -49,7 +56,8 @@ CONFIGS = {
 }
 
 
-def check_task_name(name):
+def check_task_name(name: str) -> None:
+    """Refuse a task name that is not registered (ValueError)."""
     if name not in TASKS:
         raise ValueError(
             f"Argument `task` must be one of {sorted(TASKS)}. "
@@ -57,7 +65,7 @@ def check_task_name(name):
         )
 
 
-def load_task(name):
+def load_task(name: str) -> types.ModuleType:
     """Import and return the module of task `name` (this loads TensorFlow).
 
     Raises:
@@ -67,7 +75,7 @@ def load_task(name):
     return importlib.import_module(TASKS[name])
 
 
-def load_config_class(name):
+def load_config_class(name: str) -> type[RunConfig]:
     """The configuration class of task `name`, without loading TensorFlow.
 
     Raises:

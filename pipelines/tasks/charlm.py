@@ -23,8 +23,11 @@ trained model, ids `(batch, time)` -> next-character logits
 id: the reserved ids of `kerasrnn.seq2seq.Vocabulary`, then the characters.
 """
 
+from __future__ import annotations
+
 import json
 import math
+from typing import TYPE_CHECKING, Any
 
 import keras
 import numpy as np
@@ -34,6 +37,10 @@ from kerasrnn.seq2seq import UNKNOWN_ID, Vocabulary
 from kerasrnn_pipelines.data.text_corpus import load_plays
 from kerasrnn_pipelines.data.tfds import load_tfds
 from kerasrnn_pipelines.recurrent import recurrent_stack
+
+if TYPE_CHECKING:
+    from kerasrnn_pipelines.tasks.options.charlm import CharLMConfig
+    from kerasrnn_pipelines.training import RunContext
 
 HEADLINE_METRIC = ("val_bits_per_char", "unigram_bits_per_char", "lower")
 
@@ -211,7 +218,7 @@ def sample(sampler, vocabulary, prime, length, temperature, rng):
     return "".join(generated)
 
 
-def run(config, context):
+def run(config: CharLMConfig, context: RunContext) -> dict[str, Any]:
     """Train with truncated BPTT; report bits per character and samples."""
     train_text, validation_text = load_texts(config)
     vocabulary, train_ids, validation_ids = encode_texts(

@@ -17,6 +17,10 @@ adds.
 Metrics: `test_accuracy`, `baseline_test_accuracy`, `test_loss`.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 import keras
 import numpy as np
 
@@ -29,6 +33,10 @@ from kerasrnn_pipelines.data.batching import (
 from kerasrnn_pipelines.data.digits import load_digit_sequences
 from kerasrnn_pipelines.data.tfds import load_tfds
 from kerasrnn_pipelines.recurrent import recurrent_stack
+
+if TYPE_CHECKING:
+    from kerasrnn_pipelines.tasks.options.classify import ClassifyConfig
+    from kerasrnn_pipelines.training import RunContext
 
 HEADLINE_METRIC = ("test_accuracy", "baseline_test_accuracy", "higher")
 
@@ -143,7 +151,7 @@ def compile_model(model, context):
     )
 
 
-def run(config, context):
+def run(config: ClassifyConfig, context: RunContext) -> dict[str, Any]:
     """Train the encoder and the baseline; report test accuracy of both."""
     if config.data == "embedded":
         datasets, classes, vocabulary = digit_data(config)

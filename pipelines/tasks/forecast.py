@@ -12,6 +12,10 @@ Metrics: `test_rmse`, and from the same run `persistence_rmse` (predict
 last year's value) — the bar the model must beat — and `train_rmse`.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 import keras
 import numpy as np
 
@@ -19,6 +23,10 @@ from kerasrnn_pipelines.data.batching import dense_batches
 from kerasrnn_pipelines.data.sunspots import load_sunspots, one_step_windows
 from kerasrnn_pipelines.recurrent import recurrent_layer
 from kerasrnn_pipelines.tasks.options.forecast import TEST_YEARS, TRAIN_YEARS
+
+if TYPE_CHECKING:
+    from kerasrnn_pipelines.tasks.options.forecast import ForecastConfig
+    from kerasrnn_pipelines.training import RunContext
 
 HEADLINE_METRIC = ("test_rmse", "persistence_rmse", "lower")
 
@@ -104,7 +112,7 @@ def compile_model(model, context):
     context.compile(model, loss="mse")
 
 
-def run(config, context):
+def run(config: ForecastConfig, context: RunContext) -> dict[str, Any]:
     """Train on 1700–1920, report RMSE on 1921–1955 beside persistence."""
     splits, mean, scale = load_windows(config)
     train = train_batches(config, splits, mean, scale)

@@ -23,7 +23,10 @@ pronunciation right); for conll2003 `test_entity_f1` and
 `baseline_entity_f1` (exact-match entity spans, as conlleval counts them).
 """
 
+from __future__ import annotations
+
 import collections
+from typing import TYPE_CHECKING, Any
 
 import keras
 import numpy as np
@@ -37,6 +40,10 @@ from kerasrnn_pipelines.data.batching import (
 )
 from kerasrnn_pipelines.data.tfds import load_tfds
 from kerasrnn_pipelines.recurrent import recurrent_stack
+
+if TYPE_CHECKING:
+    from kerasrnn_pipelines.tasks.options.tag import TagConfig
+    from kerasrnn_pipelines.training import RunContext
 
 HEADLINE_METRIC = ("test_token_accuracy", "baseline_token_accuracy", "higher")
 
@@ -238,7 +245,7 @@ def token_accuracy(references, predictions, keep=lambda label: True):
     return right / total
 
 
-def run(config, context):
+def run(config: TagConfig, context: RunContext) -> dict[str, Any]:
     """Train the tagger; report token accuracy beside the majority baseline."""
     splits, label_names = load_examples(config)
     train_tokens, train_labels = splits["train"]

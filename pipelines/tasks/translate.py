@@ -43,10 +43,18 @@ reads as `<unk>`, the served model drops source words outside its
 vocabulary (see `kerasrnn.seq2seq.serving` for every odd input).
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 from kerasrnn import seq2seq
 from kerasrnn_pipelines import edit_distance, encoder_decoder
 from kerasrnn_pipelines.data.translation import TranslationConfig, load_translation
 from kerasrnn_pipelines.tasks.options.translate import CORPORA
+
+if TYPE_CHECKING:
+    from kerasrnn_pipelines.tasks.options.translate import TranslateConfig
+    from kerasrnn_pipelines.training import RunContext
 
 HEADLINE_METRIC = ("test_token_error_rate", "baseline_token_error_rate", "lower")
 
@@ -78,7 +86,7 @@ def predict(model, batches, source_vocabulary, target_vocabulary, config):
     return predictions, references, copies
 
 
-def run(config, context):
+def run(config: TranslateConfig, context: RunContext) -> dict[str, Any]:
     """Train, evaluate on the test split, save and export."""
     source_language, target_language = CORPORA[config.data]
     datasets, source_vocabulary, target_vocabulary = load_translation(
