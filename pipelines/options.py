@@ -255,13 +255,20 @@ class RunConfig:
     restart: bool = option(
         False,
         present,
-        "discard this run's own backup in --out and start it over",
+        "discard the run of this task in --out, finished or not, whatever "
+        "its options (the files its run.json lists and its backup), and "
+        "start over: the one way to discard a run of this task",
         training=False,
     )
     overwrite: bool = option(
         False,
         present,
-        "write into a non-empty --out that holds no run of this task",
+        "write into a non-empty --out that holds no run of this task: "
+        "another task's run there is removed (the files its run.json lists "
+        "and its backup), every other file is kept; refused, changing "
+        "nothing, where --out holds a run of this task (see --restart) or "
+        "an entry no run wrote under a name a run writes (backup/, "
+        "tensorboard/, run.json, ...)",
         training=False,
     )
 

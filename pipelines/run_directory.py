@@ -9,10 +9,20 @@ fingerprint (the training-relevant options) in `run.json`:
   process that holds it, and changes nothing.
 - A rerun of the same task with the same fingerprint resumes the run (or,
   when `metrics.json` is there, finds it complete). Other options are
-  refused with the list of what differs; `--restart` discards the run and
-  starts it over. A directory holding anything else (another task's run,
-  other files) is refused unless `--overwrite`, which removes the files a
-  run writes and keeps the others.
+  refused with the list of what differs. `--restart` is the one way to
+  discard a run of the same task: it removes what that run wrote and
+  starts over; `--overwrite` never does.
+- A directory holding anything else is refused unless `--overwrite`,
+  which removes only what a kerasrnn run wrote: another task's run (the
+  files its `run.json` lists and the working files every run writes) goes,
+  every other file stays. A user's entry under a name a run writes (a
+  `backup/` of their own, a `run.json` no run wrote) is never removed:
+  the directory is refused, whatever the options, and left as it was.
+- A run writes its `run.json` before anything else and is begun only
+  where no working file's name is taken by someone else's entry, so the
+  working files beside a record are its run's. A final output is never
+  renamed over an entry no run wrote either: the commit stops first
+  (`OutputInTheWay`), the outputs staged and the backup kept.
 - The final outputs are written into `.outputs.partial/` and committed by
   renaming each into place, `metrics.json` last; the backup is removed
   only after that. A kill before `metrics.json` leaves the backup to
@@ -30,8 +40,14 @@ import tempfile
 import time
 
 from kerasrnn_pipelines import durable
+from kerasrnn_pipelines.faults import RunFailed
 
-__all__ = ["RunDirectory", "RunDirectoryError", "claim_run_directory"]
+__all__ = [
+    "OutputInTheWay",
+    "RunDirectory",
+    "RunDirectoryError",
+    "claim_run_directory",
+]
 
 LOCK = ".lock"
 RECORD = "run.json"
@@ -43,13 +59,19 @@ LAST_GOOD = "last_good.weights.h5"
 TENSORBOARD = "tensorboard"
 
 #: Files every run writes outside `STAGING` while it trains; with the
-#: outputs its record lists, what `--restart` and `--overwrite` remove.
+#: outputs its record lists, what a discard (`--restart`, or `--overwrite`
+#: of another task's run) removes.
 WORKING_FILES = (METRICS, STAGING, BACKUP, RAW_HISTORY, LAST_GOOD, TENSORBOARD)
 
 
 class RunDirectoryError(Exception):
     """`--out` cannot be used by this run; the one-line message says why
     and what to do instead."""
+
+
+class OutputInTheWay(RunFailed):
+    """A final output's name is taken in `--out` by an entry no kerasrnn
+    run wrote; nothing was replaced, and the outputs wait staged."""
 
 
 def option(name):
@@ -120,6 +142,24 @@ def read_record(path):
     return record if isinstance(record, dict) else {}
 
 
+def is_run_record(record):
+    """Whether `record` (from `read_record`) is one a kerasrnn run wrote."""
+    return bool(record) and isinstance(record.get("task"), str)
+
+
+def listed_outputs(record):
+    """The entry names `record` lists as its run's committed outputs."""
+    outputs = record.get("outputs") if record else None
+    return set(filter(is_entry_name, outputs if isinstance(outputs, list) else []))
+
+
+def shown_entries(path, names):
+    """`a, b/, c/`: entry names of `path`, folders marked with `/`."""
+    return ", ".join(
+        name + ("/" if (path / name).is_dir() else "") for name in sorted(names)
+    )
+
+
 class RunDirectory:
     """One process's claim on a run directory.
 
@@ -163,7 +203,7 @@ class RunDirectory:
         return {
             "task": self.task,
             "fingerprint": self.fingerprint,
-            "outputs": sorted(outputs),
+            "outputs": sorted(set(outputs)),
         }
 
     @property
@@ -193,13 +233,35 @@ class RunDirectory:
         Each rename is atomic and `metrics.json` comes last, so a kill
         leaves either a complete run or a backup to resume from, whose
         rerun writes every output again.
+
+        Raises:
+            OutputInTheWay: an output's name is taken by an entry that no
+                run wrote (its record does not list it); nothing was
+                renamed, the outputs stay staged and the backup in place.
         """
         outputs = [entry.name for entry in self.staging_dir.iterdir()]
+        ours = listed_outputs(read_record(self.path))
+        taken = [
+            name
+            for name in outputs
+            if name not in ours and os.path.lexists(self.path / name)
+        ]
+        if taken:
+            raise OutputInTheWay(
+                f"--out {self.path} holds {shown_entries(self.path, taken)}, "
+                "which no kerasrnn run wrote, where this run puts its "
+                "outputs; nothing was replaced: the outputs wait in "
+                f"{self.staging_dir} and the training state in "
+                f"{self.backup_dir}. Move {'them' if len(taken) > 1 else 'it'}"
+                " out of --out and rerun with the same options (without "
+                "--overwrite) to put the outputs in place"
+            )
         # Recorded first, so that `--restart` finds every output even when
         # a kill interrupts the renames below.
         durable.write_text(
             self.path / RECORD,
-            json.dumps(self.record([*outputs, METRICS]), indent=2) + "\n",
+            json.dumps(self.record([*ours, *outputs, METRICS]), indent=2)
+            + "\n",
         )
         for name in outputs:
             durable.move_into_place(self.staging_dir / name, self.path / name)
@@ -214,16 +276,17 @@ class RunDirectory:
         durable.remove(self.staging_dir)
 
     def discard(self, record):
-        """Remove the files the run recorded in `record` wrote."""
-        outputs = record.get("outputs")
-        listed = outputs if isinstance(outputs, list) else []
-        for name in {*WORKING_FILES, *filter(is_entry_name, listed)}:
+        """Remove what the run of `record` (a kerasrnn run's) wrote: the
+        outputs it lists and the working files every run writes."""
+        for name in {*WORKING_FILES, *listed_outputs(record)}:
             durable.remove(self.path / name)
 
-    def begin(self):
-        """Record this run as the directory's owner."""
+    def begin(self, outputs=()):
+        """Record this run as the directory's owner, with the `outputs` of
+        it already in place (a resumed run killed while committing)."""
         durable.write_text(
-            self.path / RECORD, json.dumps(self.record(), indent=2) + "\n"
+            self.path / RECORD,
+            json.dumps(self.record(outputs), indent=2) + "\n",
         )
 
     def release(self):
@@ -300,11 +363,21 @@ def name_holder(lock):
     lock.flush()
 
 
-def refusal(path, task, wanted, record, entries):
-    """Why this run may not use `path` without `--restart`/`--overwrite`,
-    or None when it may (an empty directory, or this run's own)."""
+def refusal(path, task, wanted, record, entries, *, restart, overwrite):
+    """Why this run may not use `path` with these options, or None when it
+    may: an empty directory; this run's own; with `--restart`, a run of
+    this task; with `--overwrite`, another task's run or files whose names
+    no run writes."""
     if record is None:
-        if not entries:
+        taken = entries & set(WORKING_FILES)
+        if taken:
+            return (
+                f"--out {path} holds no kerasrnn run (no {RECORD}), and "
+                f"{shown_entries(path, taken)} in it take names a run "
+                "writes; nothing was changed (--overwrite removes only what "
+                "a run wrote): move them out of --out or pass another --out"
+            )
+        if not entries or overwrite:
             return None
         shown = ", ".join(sorted(entries)[:3])
         if len(entries) > 3:
@@ -312,27 +385,45 @@ def refusal(path, task, wanted, record, entries):
         return (
             f"--out {path} is not empty ({shown}) and holds no kerasrnn run; "
             "pass a new or empty --out, or --overwrite to write this run "
-            "there (the files a run writes are replaced, others kept)"
+            "beside those files (it removes none of them)"
+        )
+    if not is_run_record(record):
+        return (
+            f"--out {path} holds a {RECORD} that no kerasrnn run wrote, not "
+            f"this {task} run; pass another --out (--overwrite never "
+            "replaces it)"
         )
     finished = (path / METRICS).exists()
     state = "a finished" if finished else "an unfinished"
-    if record.get("task") != task:
-        owner = record.get("task")
-        kind = (
-            f"{state} {owner} run"
-            if isinstance(owner, str)
-            else f"a {RECORD} that no kerasrnn run wrote"
-        )
+    if record["task"] != task:
+        if overwrite:
+            return None
         return (
-            f"--out {path} holds {kind}, not this {task} run; "
-            "pass another --out"
+            f"--out {path} holds {state} {record['task']} run, not this "
+            f"{task} run; pass another --out"
         )
+    if restart:
+        return None
+    keep = "keep it" if finished else "resume it"
     changed = differences(record.get("fingerprint") or {}, wanted)
+    if overwrite:
+        if changed:
+            return (
+                f"--out {path} holds {state} {task} run with other options: "
+                f"{changed}; --overwrite never discards a run of this task: "
+                f"rerun with its options (without --overwrite) to {keep}, "
+                "pass another --out, or --restart to discard it and start "
+                "over"
+            )
+        return (
+            f"--out {path} holds {state} {task} run with these options; "
+            "--overwrite never discards a run of this task: rerun without "
+            f"--overwrite to {keep}, or --restart to discard it and start over"
+        )
     if changed:
         return (
             f"--out {path} holds {state} {task} run with other options: "
-            f"{changed}. Rerun with its options to "
-            f"{'keep it' if finished else 'resume it'}, or start "
+            f"{changed}. Rerun with its options to {keep}, or start "
             "fresh: another --out, or --restart (discards that run)"
         )
     return None
@@ -347,11 +438,13 @@ def claim_run_directory(
         path: `--out`.
         task: The task's name.
         fingerprint: The training-relevant options, name -> JSON value.
-        restart: `--restart`: discard this task's run in `path` and start
-            it over.
+        restart: `--restart`: discard the run of `task` in `path`
+            (finished or not, whatever its options) and start over; the
+            one way to discard a run of the same task.
         overwrite: `--overwrite`: use `path` even though it holds another
-            task's run or other files (the files a run writes are removed
-            first; the run's own progress is kept, see `restart`).
+            task's run (which is discarded) or files no run wrote (which
+            are kept). Refused where `path` holds a run of `task`, or an
+            entry no run wrote under a name a run writes.
         strategy: `--strategy`; under `multiworker` only the chief locks
             and writes, the other workers just read the backup.
 
@@ -360,7 +453,7 @@ def claim_run_directory(
 
     Raises:
         RunDirectoryError: `path` is empty or unusable, locked by another
-            process, or holds a run with other options or something else.
+            process, or holds a run or files these options may not use.
     """
     if not str(path).strip():
         raise RunDirectoryError(
@@ -392,9 +485,14 @@ def claim_run_directory(
             else set()
         )
         record = read_record(path)
-        problem = refusal(path, task, wanted, record, entries)
-        ours = record is not None and record.get("task") == task
-        if problem and not (overwrite or (restart and ours)):
+        problem = refusal(
+            path, task, wanted, record, entries,
+            restart=restart, overwrite=overwrite,
+        )
+        # A worker writes nothing, and its chief may already have put this
+        # run's record in place of the one a flag let it discard.
+        lenient = not chief and (restart or overwrite) and is_run_record(record)
+        if problem and not lenient:
             if created:
                 (path / LOCK).unlink()
             raise RunDirectoryError(problem)
@@ -402,13 +500,17 @@ def claim_run_directory(
         if not chief:
             return directory
         name_holder(lock)
-        if problem or (restart and ours):
-            directory.discard(record or {})
+        if is_run_record(record) and (restart or record["task"] != task):
+            # This task's run under --restart, or another task's under
+            # --overwrite (`refusal` let nothing else through).
+            directory.discard(record)
             directory.complete = False
-        if directory.complete:
+            directory.begin()
+        elif directory.complete:
             directory.remove_leftovers()
         else:
-            directory.begin()
+            ours = directory.owns(record)
+            directory.begin(listed_outputs(record) if ours else ())
         return directory
     except BaseException:
         if lock is not None:

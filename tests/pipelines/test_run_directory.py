@@ -14,7 +14,11 @@ import time
 
 import pytest
 
-from kerasrnn_pipelines.run_directory import RunDirectoryError, claim_run_directory
+from kerasrnn_pipelines.run_directory import (
+    OutputInTheWay,
+    RunDirectoryError,
+    claim_run_directory,
+)
 from tests.pipelines.conftest import REPOSITORY, read_metrics, subprocess_env
 
 FINGERPRINT = {"units": 8, "learning_rate": 0.001, "seed": 0}
@@ -41,6 +45,15 @@ def snapshot(path):
         for entry in sorted(path.rglob("*"))
     }
 
+
+def contents(path):
+    """Every entry below `path`: a file's bytes, None for a folder."""
+    return {
+        str(entry.relative_to(path)): (
+            None if entry.is_dir() else entry.read_bytes()
+        )
+        for entry in sorted(path.rglob("*"))
+    }
 
 def refusal(path, **kwargs):
     """The message with which a claim is refused; the directory untouched."""
@@ -70,7 +83,7 @@ def finished_run(path, task="forecast", fingerprint=FINGERPRINT):
     (staging / "model.keras").write_bytes(b"model")
     (staging / "saved_model").mkdir()
     (staging / "saved_model" / "saved_model.pb").write_bytes(b"graph")
-    directory.backup_dir.mkdir()
+    directory.backup_dir.mkdir(exist_ok=True)
     directory.commit(json.dumps({"task": task}))
     directory.release()
 
@@ -176,7 +189,9 @@ def test_another_tasks_run_is_refused_and_never_offered_for_deletion(
         assert word not in message
 
 
-def test_overwrite_replaces_what_a_run_wrote_and_keeps_other_files(tmp_path):
+def test_overwrite_removes_what_another_tasks_run_wrote_and_keeps_other_files(
+    tmp_path,
+):
     finished_run(tmp_path, task="g2p")
     (tmp_path / "notes.txt").write_text("the user's own file")
     directory = claim(tmp_path, overwrite=True)
@@ -193,16 +208,55 @@ def test_overwrite_replaces_what_a_run_wrote_and_keeps_other_files(tmp_path):
 
 def test_a_directory_without_a_run_needs_overwrite(tmp_path):
     (tmp_path / "notes.txt").write_text("the user's own file")
+    (tmp_path / "model").mkdir()
+    (tmp_path / "model" / "mine.keras").write_bytes(b"\x00mine")
+    users = contents(tmp_path)
     message = refusal(tmp_path)
     assert message == (
-        f"--out {tmp_path} is not empty (notes.txt) and holds no kerasrnn "
-        "run; pass a new or empty --out, or --overwrite to write this run "
-        "there (the files a run writes are replaced, others kept)"
+        f"--out {tmp_path} is not empty (model, notes.txt) and holds no "
+        "kerasrnn run; pass a new or empty --out, or --overwrite to write "
+        "this run beside those files (it removes none of them)"
     )
     claim(tmp_path, overwrite=True).release()
-    assert (tmp_path / "notes.txt").read_text() == "the user's own file"
+    assert {name: contents(tmp_path)[name] for name in users} == users
     with claim(tmp_path) as directory:  # now this run's
         assert directory.fingerprint == FINGERPRINT
+
+
+@pytest.mark.parametrize(
+    "flags", [{}, {"overwrite": True}, {"restart": True},
+              {"overwrite": True, "restart": True}],
+)
+def test_a_users_entries_under_a_runs_names_are_never_removed(tmp_path, flags):
+    (tmp_path / "backup").mkdir()
+    (tmp_path / "backup" / "important.txt").write_text("mine\n")
+    (tmp_path / "metrics.json").write_text('{"mine": 1}')
+    (tmp_path / "notes.txt").write_text("keep\n")
+    before = contents(tmp_path)
+    message = refusal(tmp_path, **flags)
+    assert message == (
+        f"--out {tmp_path} holds no kerasrnn run (no run.json), and backup/, "
+        "metrics.json in it take names a run writes; nothing was changed "
+        "(--overwrite removes only what a run wrote): move them out of --out "
+        "or pass another --out"
+    )
+    assert contents(tmp_path) == before
+
+
+@pytest.mark.parametrize("text", ["{not json", '{"outputs": ["notes.txt"]}', "[]"])
+def test_a_run_json_no_run_wrote_is_never_replaced(tmp_path, text):
+    (tmp_path / "run.json").write_text(text)
+    (tmp_path / "backup").mkdir()
+    (tmp_path / "backup" / "important.txt").write_text("mine\n")
+    (tmp_path / "notes.txt").write_text("keep\n")
+    before = contents(tmp_path)
+    for flags in ({}, {"overwrite": True}, {"restart": True}):
+        assert refusal(tmp_path, **flags) == (
+            f"--out {tmp_path} holds a run.json that no kerasrnn run wrote, "
+            "not this forecast run; pass another --out (--overwrite never "
+            "replaces it)"
+        )
+    assert contents(tmp_path) == before
 
 
 def test_a_record_still_in_flight_is_not_someone_elses_file(tmp_path, monkeypatch):
@@ -237,11 +291,34 @@ def test_a_refused_claim_waits_for_the_holder_to_write_its_process_id(tmp_path):
             writer.join()
 
 
-def test_overwrite_keeps_this_runs_own_progress(tmp_path):
+def test_overwrite_never_discards_a_run_of_this_task_and_restart_does(tmp_path):
     unfinished_run(tmp_path)
-    claim(tmp_path, overwrite=True).release()
-    assert (tmp_path / "backup" / "epoch-000002").is_dir()
-    assert (tmp_path / "history_raw.csv").exists()
+    changed = dict(FINGERPRINT, seed=1)
+    assert refusal(tmp_path, overwrite=True) == (
+        f"--out {tmp_path} holds an unfinished forecast run with these "
+        "options; --overwrite never discards a run of this task: rerun "
+        "without --overwrite to resume it, or --restart to discard it and "
+        "start over"
+    )
+    assert refusal(tmp_path, fingerprint=changed, overwrite=True) == (
+        f"--out {tmp_path} holds an unfinished forecast run with other "
+        "options: --seed 0 there, 1 now; --overwrite never discards a run of "
+        "this task: rerun with its options (without --overwrite) to resume "
+        "it, pass another --out, or --restart to discard it and start over"
+    )
+    # --restart discards it whatever the options, the user's file kept.
+    for fingerprint in (FINGERPRINT, changed):
+        if fingerprint is changed:
+            unfinished_run(tmp_path)
+        claim(
+            tmp_path, fingerprint=fingerprint, restart=True, overwrite=True
+        ).release()
+        assert sorted(entry.name for entry in tmp_path.iterdir()) == [
+            ".lock",
+            "notes.txt",
+            "run.json",
+        ]
+        assert (tmp_path / "notes.txt").read_text() == "the user's own file"
 
 
 @pytest.mark.parametrize("out", ["", "  "])
@@ -302,6 +379,54 @@ def test_a_discard_removes_only_entries_of_the_directory(tmp_path):
     claim(out, restart=True).release()
     assert (tmp_path / "precious").read_text() == "kept"
     assert sorted(entry.name for entry in out.iterdir()) == [
+        ".lock",
+        "run.json",
+    ]
+
+
+def test_a_commit_never_replaces_an_entry_no_run_wrote(tmp_path):
+    (tmp_path / "model.keras").write_bytes(b"the user's model")
+    directory = claim(tmp_path, overwrite=True)
+    staging = directory.start_staging()
+    (staging / "model.keras").write_bytes(b"model")
+    (staging / "history.csv").write_text("epoch,loss\n1,0.5\n")
+    directory.backup_dir.mkdir()
+    before = contents(tmp_path)
+    with pytest.raises(OutputInTheWay) as error:
+        directory.commit(json.dumps({"task": "forecast"}))
+    assert str(error.value) == (
+        f"--out {tmp_path} holds model.keras, which no kerasrnn run wrote, "
+        "where this run puts its outputs; nothing was replaced: the outputs "
+        f"wait in {staging} and the training state in {tmp_path / 'backup'}. "
+        "Move it out of --out and rerun with the same options (without "
+        "--overwrite) to put the outputs in place"
+    )
+    assert contents(tmp_path) == before
+    directory.release()
+    (tmp_path / "model.keras").rename(tmp_path.parent / "users.keras")
+    finished_run(tmp_path)  # the rerun resumes and commits
+    assert (tmp_path / "model.keras").read_bytes() == b"model"
+
+
+def test_a_run_killed_while_committing_keeps_its_outputs_listed(tmp_path):
+    directory = claim(tmp_path)
+    staging = directory.start_staging()
+    (staging / "model.keras").write_bytes(b"model")
+    (staging / "history.csv").write_text("epoch,loss\n1,0.5\n")
+    directory.backup_dir.mkdir()
+    # What a kill after the record and the first rename leaves.
+    outputs = ["history.csv", "metrics.json", "model.keras"]
+    (tmp_path / "run.json").write_text(
+        json.dumps({**directory.record(outputs)})
+    )
+    (staging / "model.keras").rename(tmp_path / "model.keras")
+    directory.release()
+    with claim(tmp_path) as resumed:  # the same command, run again
+        assert not resumed.complete
+    assert json.loads((tmp_path / "run.json").read_text())["outputs"] == outputs
+    finished_run(tmp_path)  # its commit may replace its own model.keras
+    claim(tmp_path, restart=True).release()
+    assert sorted(entry.name for entry in tmp_path.iterdir()) == [
         ".lock",
         "run.json",
     ]
@@ -459,3 +584,67 @@ def test_the_command_line_resumes_refuses_and_restarts_by_the_rules(
         f"kerasrnn-train g2p: --out {out} holds a finished forecast run, not "
         "this g2p run; pass another --out"
     ]
+
+
+
+@pytest.mark.slow
+def test_overwrite_never_removes_a_users_folders_that_share_a_runs_names(
+    tmp_path,
+):
+    out = tmp_path / "D"
+    (out / "backup").mkdir(parents=True)
+    (out / "tensorboard").mkdir()
+    (out / "backup" / "important.txt").write_text("mine\n")
+    (out / "tensorboard" / "events.mine").write_bytes(b"mine\x00\xff\n")
+    (out / "notes.txt").write_text("keep\n")
+    before = contents(out)
+    process = train_process(out, "--epochs", "1", "--overwrite")
+    stdout, stderr = process.communicate(timeout=600)
+    assert (process.returncode, stdout) == (2, ""), stderr[-3000:]
+    assert stderr.splitlines() == [
+        f"kerasrnn-train forecast: --out {out} holds no kerasrnn run (no "
+        "run.json), and backup/, tensorboard/ in it take names a run writes; "
+        "nothing was changed (--overwrite removes only what a run wrote): "
+        "move them out of --out or pass another --out"
+    ]
+    assert contents(out) == before
+
+
+@pytest.mark.slow
+def test_overwrite_never_discards_a_run_of_the_same_task(tmp_path):
+    out = tmp_path / "F"
+    out.mkdir()
+    (out / "notes.txt").write_text("keep\n")
+    (out / "mine").mkdir()
+    (out / "mine" / "data.bin").write_bytes(bytes(range(256)))
+    users = contents(out)
+    # Written beside the user's own files, which it leaves as they were.
+    first = train_process(out, "--epochs", "1", "--overwrite")
+    stdout, stderr = first.communicate(timeout=600)
+    assert first.returncode == 0, stderr[-3000:]
+    finished = contents(out)
+    assert {name: finished[name] for name in users} == users
+    assert read_metrics(out)["args"]["seed"] == 0
+    for options, what in [
+        (
+            ["--seed", "1"],
+            "with other options: --seed 0 there, 1 now; --overwrite never "
+            "discards a run of this task: rerun with its options (without "
+            "--overwrite) to keep it, pass another --out, or --restart to "
+            "discard it and start over",
+        ),
+        (
+            [],
+            "with these options; --overwrite never discards a run of this "
+            "task: rerun without --overwrite to keep it, or --restart to "
+            "discard it and start over",
+        ),
+    ]:
+        second = train_process(out, "--epochs", "1", *options, "--overwrite")
+        stdout, stderr = second.communicate(timeout=600)
+        assert (second.returncode, stdout) == (2, ""), stderr[-3000:]
+        assert stderr.splitlines() == [
+            f"kerasrnn-train forecast: --out {out} holds a finished forecast "
+            f"run {what}"
+        ]
+        assert contents(out) == finished
