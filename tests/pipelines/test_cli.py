@@ -179,6 +179,26 @@ BEFORE_TENSORFLOW = {
         ["forecast", "--strategy", "multiworker", "TF_CONFIG=workers"], "--strategy", "workers"
     ),
     "charlm distributed": (["charlm", "--strategy", "mirrored"], "--strategy", "'mirrored'"),
+    "g2p input feeding with bahdanau": (
+        ["g2p", "--attention", "bahdanau", "--input-feeding"],
+        "--input-feeding", "--attention bahdanau",
+    ),
+    "translate input feeding without attention": (
+        ["translate", "--attention", "none", "--input-feeding"],
+        "--input-feeding", "--attention none",
+    ),
+    "g2p right-to-left with beam width 1": (
+        ["g2p", "--right-to-left", "2", "--beam-width", "1"],
+        "--right-to-left", "--right-to-left 2 with --beam-width 1",
+    ),
+    "g2p full preset with beam width 1": (
+        ["g2p", "--preset", "full", "--beam-width", "1"],
+        "--right-to-left", "--right-to-left 1 with --beam-width 1",
+    ),
+    "translate right-to-left with beam width 1": (
+        ["translate", "--quick", "--right-to-left", "1", "--beam-width", "1"],
+        "--right-to-left", "--right-to-left 1 with --beam-width 1",
+    ),
 }
 
 
@@ -203,6 +223,70 @@ def test_refusals_are_one_line_before_tensorflow_loads(case, a_file, tmp_path):
     assert option in said[0] and value in said[0]
     assert "tensorflow" not in imported and "keras" not in imported
     assert not (tmp_path / "run").exists()
+
+
+INPUT_FEEDING_REFUSED = (
+    "argument --input-feeding: only --attention luong has an attentional "
+    "vector to feed to the next step; received --input-feeding with "
+    "--attention {attention} (pass --attention luong or drop --input-feeding)"
+)
+RIGHT_TO_LEFT_REFUSED = (
+    "argument --right-to-left: its members re-rank the beam's hypotheses, "
+    "and --beam-width 1 keeps only one; received --right-to-left {members} "
+    "with --beam-width 1 (pass --beam-width 2 or more, or --right-to-left 0)"
+)
+
+
+@pytest.mark.parametrize(
+    "argv, refused",
+    [
+        (["g2p", "--attention", "bahdanau", "--input-feeding"],
+         INPUT_FEEDING_REFUSED.format(attention="bahdanau")),
+        (["translate", "--input-feeding", "--attention", "none"],
+         INPUT_FEEDING_REFUSED.format(attention="none")),
+        (["g2p", "--quick", "--right-to-left", "1", "--beam-width", "1"],
+         RIGHT_TO_LEFT_REFUSED.format(members=1)),
+        (["translate", "--right-to-left", "3", "--beam-width", "1"],
+         RIGHT_TO_LEFT_REFUSED.format(members=3)),
+        (["g2p", "--preset", "full", "--beam-width", "1"],
+         RIGHT_TO_LEFT_REFUSED.format(members=1)),
+    ],
+)
+def test_options_that_cannot_have_an_effect_are_refused(argv, refused, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        cli.parse_config(argv)
+    assert exit_info.value.code == 2
+    assert capsys.readouterr().err.splitlines() == [
+        f"kerasrnn-train {argv[0]}: {refused} (see kerasrnn-train {argv[0]} --help)"
+    ]
+
+
+@pytest.mark.parametrize(
+    "argv, values",
+    [
+        (["g2p", "--attention", "luong", "--input-feeding"], ("luong", True, 0, 2)),
+        (["g2p", "--attention", "bahdanau", "--no-input-feeding"],
+         ("bahdanau", False, 0, 2)),
+        (["translate", "--attention", "none"], ("none", False, 0, 4)),
+        (["g2p", "--beam-width", "1"], ("luong", False, 0, 1)),
+        (["g2p", "--right-to-left", "1"], ("luong", False, 1, 2)),
+        # --quick's beam of 2 still has two hypotheses to re-rank.
+        (["g2p", "--preset", "full", "--quick"], ("luong", False, 1, 2)),
+    ],
+)
+def test_options_that_take_effect_together_are_accepted(argv, values):
+    config = cli.parse_config(argv)
+    assert (
+        config.attention, config.input_feeding, config.right_to_left,
+        config.beam_width,
+    ) == values
+
+
+def test_the_configurations_refuse_what_the_command_line_refuses():
+    with pytest.raises(ConfigError, match=r"^argument --input-feeding: .* --attention none "):
+        G2PConfig(attention="none", input_feeding=True)
+    with pytest.raises(ConfigError, match=r"^argument --right-to-left: .* --right-to-left 2 "):
+        G2PConfig(right_to_left=2, beam_width=1)
 
 
 def test_precedence_defaults_then_preset_then_quick_then_typed():

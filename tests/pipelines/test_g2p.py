@@ -222,7 +222,7 @@ def test_learning_rate_is_held_then_halved_over_the_last_four_epochs(epochs, rat
 
 @pytest.mark.parametrize(
     "attention, input_feeding, expected",
-    [("luong", True, True), ("luong", False, False), ("bahdanau", True, None),
+    [("luong", True, True), ("luong", False, False), ("bahdanau", False, None),
      ("none", False, None)],
 )
 def test_input_feeding_reaches_luong_models_only(attention, input_feeding, expected):

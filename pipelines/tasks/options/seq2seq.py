@@ -7,6 +7,7 @@ describe. An option both seq2seq tasks take is one field here.
 import dataclasses
 
 from kerasrnn_pipelines.options import (
+    ConfigError,
     RunConfig,
     fraction,
     non_negative_float,
@@ -55,10 +56,10 @@ class Seq2SeqConfig(RunConfig):
     input_feeding: bool = option(
         False,
         switch,
-        "with --attention luong, feed the previous attentional vector into "
-        "the decoder's next input (off by default: teacher forcing then runs "
-        "the decoder over all steps at once, a third faster per step, and "
-        "g2p measured no loss)",
+        "with --attention luong (refused with the others), feed the "
+        "previous attentional vector into the decoder's next input (off by "
+        "default: teacher forcing then runs the decoder over all steps at "
+        "once, a third faster per step, and g2p measured no loss)",
     )
     ensemble: int = option(
         1,
@@ -72,7 +73,7 @@ class Seq2SeqConfig(RunConfig):
         non_negative_int,
         "also train N encoder-decoders that read the target right to left; "
         "they rescore the beam's hypotheses: score plus 0.5 times their "
-        "log-probability",
+        "log-probability (so N > 0 needs --beam-width 2 or more)",
     )
     label_smoothing: float = option(
         0.0,
@@ -102,3 +103,23 @@ class Seq2SeqConfig(RunConfig):
         "GNMT length penalty alpha of the beam search",
         training=False,
     )
+
+    def __post_init__(self):
+        super().__post_init__()
+        # Both would train without a word and change nothing: Bahdanau and
+        # no attention have no attentional vector to feed, and one
+        # hypothesis leaves a rescorer nothing to re-rank.
+        if self.input_feeding and self.attention != "luong":
+            raise ConfigError(
+                "argument --input-feeding: only --attention luong has an "
+                "attentional vector to feed to the next step; received "
+                f"--input-feeding with --attention {self.attention} (pass "
+                "--attention luong or drop --input-feeding)"
+            )
+        if self.right_to_left and self.beam_width == 1:
+            raise ConfigError(
+                "argument --right-to-left: its members re-rank the beam's "
+                "hypotheses, and --beam-width 1 keeps only one; received "
+                f"--right-to-left {self.right_to_left} with --beam-width 1 "
+                "(pass --beam-width 2 or more, or --right-to-left 0)"
+            )
