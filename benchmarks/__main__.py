@@ -72,9 +72,14 @@ def main(argv=None):
     ceiling_rows = []
     for name, (_, _, gates) in cells.PAIRS.items():
         ceiling = cells.matmul_ceiling(shapes, gates, repeats)
-        best = max(r["ours_gflops"] for r in rows if r["cell"] == name and r["mode"].startswith("train"))
+        best = max(
+            r["ours_gflops"]
+            for r in rows
+            if r["cell"] == name and r["mode"].startswith("train")
+        )
+        matmul = f"{shapes.batch}x{shapes.features + shapes.units}x{gates * shapes.units}"
         ceiling_rows.append({"cell": name,
-                             "matmul": f"{shapes.batch}x{shapes.features + shapes.units}x{gates * shapes.units}",
+                             "matmul": matmul,
                              "ceiling_gflops": ceiling, "best_train_gflops": best,
                              "fraction_of_ceiling": best / ceiling})
     size = 256 if args.quick else 2048

@@ -113,17 +113,19 @@ def compare(name, shapes, repeats):
         ours = _model(keras.layers.RNN(ours_cell(shapes.units)), shapes, jit)
         theirs = _model(builtin(shapes.units), shapes, jit)
         theirs.set_weights(ours.get_weights())
+        # The defaults bind this iteration's models (ruff B023), though
+        # interleaved_medians calls the lambdas before the loop moves on.
         train = interleaved_medians(
             {
-                "ours": lambda: ours.train_on_batch(x, y),
-                "keras": lambda: theirs.train_on_batch(x, y),
+                "ours": lambda ours=ours: ours.train_on_batch(x, y),
+                "keras": lambda theirs=theirs: theirs.train_on_batch(x, y),
             },
             repeats,
         )
         infer = interleaved_medians(
             {
-                "ours": lambda: ours.predict_on_batch(x),
-                "keras": lambda: theirs.predict_on_batch(x),
+                "ours": lambda ours=ours: ours.predict_on_batch(x),
+                "keras": lambda theirs=theirs: theirs.predict_on_batch(x),
             },
             repeats,
         )
@@ -236,8 +238,12 @@ def backend_rows(shapes, repeats):
             for kind in ("train", "infer"):
                 times = interleaved_medians(
                     {
-                        "ours_jax": lambda: worker.call(name, "ours", kind),
-                        "keras_jax": lambda: worker.call(name, "keras", kind),
+                        "ours_jax": lambda name=name, kind=kind: worker.call(
+                            name, "ours", kind
+                        ),
+                        "keras_jax": lambda name=name, kind=kind: worker.call(
+                            name, "keras", kind
+                        ),
                         "ours_tf": local[(name, "ours", kind)],
                         "keras_tf": local[(name, "keras", kind)],
                     },
