@@ -467,6 +467,29 @@ def test_workers_other_than_the_chief_neither_lock_nor_write(
     chief.release()
 
 
+def test_a_worker_follows_its_chiefs_overwrite_and_its_refusals(
+    tmp_path, monkeypatch
+):
+    finished_run(tmp_path, task="g2p")
+    cluster = {"worker": ["127.0.0.1:1", "127.0.0.1:2"]}
+
+    def as_worker(index):
+        task = {"type": "worker", "index": index}
+        monkeypatch.setenv("TF_CONFIG", json.dumps({"cluster": cluster, "task": task}))
+
+    as_worker(0)
+    chief = claim(tmp_path, overwrite=True, strategy="multiworker")
+    as_worker(1)
+    # The chief already put this run's record where the g2p run's was.
+    worker = claim(tmp_path, overwrite=True, strategy="multiworker")
+    assert not worker.chief
+    chief.release()
+    user = tmp_path / "user"
+    (user / "tensorboard").mkdir(parents=True)
+    with pytest.raises(RunDirectoryError, match="tensorboard/ in it take names"):
+        claim(user, overwrite=True, strategy="multiworker")
+
+
 def train_process(out, *options):
     return subprocess.Popen(
         [
