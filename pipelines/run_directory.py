@@ -371,11 +371,14 @@ def refusal(path, task, wanted, record, entries, *, restart, overwrite):
     if record is None:
         taken = entries & set(WORKING_FILES)
         if taken:
+            one = len(taken) == 1
             return (
                 f"--out {path} holds no kerasrnn run (no {RECORD}), and "
-                f"{shown_entries(path, taken)} in it take names a run "
-                "writes; nothing was changed (--overwrite removes only what "
-                "a run wrote): move them out of --out or pass another --out"
+                f"{shown_entries(path, taken)} in it "
+                f"{'takes a name' if one else 'take names'} a run writes; "
+                "nothing was changed (--overwrite removes only what a run "
+                f"wrote): move {'it' if one else 'them'} out of --out or "
+                "pass another --out"
             )
         if not entries or overwrite:
             return None

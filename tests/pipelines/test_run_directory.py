@@ -486,7 +486,10 @@ def test_a_worker_follows_its_chiefs_overwrite_and_its_refusals(
     chief.release()
     user = tmp_path / "user"
     (user / "tensorboard").mkdir(parents=True)
-    with pytest.raises(RunDirectoryError, match="tensorboard/ in it take names"):
+    with pytest.raises(
+        RunDirectoryError,
+        match="tensorboard/ in it takes a name a run writes; .* move it out",
+    ):
         claim(user, overwrite=True, strategy="multiworker")
 
 
