@@ -40,8 +40,9 @@ def python_greedy(model, source_ids, max_length):
     finished = np.zeros(batch, bool)
     sequences = np.zeros((batch, max_length), np.int32)
     for t in range(max_length):
-        logits, states = model.decode_step(previous, states, context)
-        log_probs = seq2seq.next_token_log_probs(logits).numpy()
+        step = model.decode_step(previous, states, context)
+        states = step.states
+        log_probs = seq2seq.next_token_log_probs(step.logits).numpy()
         tokens = np.where(finished, seq2seq.PAD_ID, log_probs.argmax(-1))
         sequences[:, t] = tokens
         finished |= tokens == seq2seq.END_ID
@@ -63,8 +64,9 @@ def python_beam_search(model, source_ids, beam_width, max_length):
     finished = np.zeros(batch * beam_width, bool)
     sequences = np.zeros((batch * beam_width, max_length), np.int32)
     for t in range(max_length):
-        logits, states = model.decode_step(previous, states, context)
-        log_probs = seq2seq.next_token_log_probs(logits).numpy()
+        step = model.decode_step(previous, states, context)
+        states = step.states
+        log_probs = seq2seq.next_token_log_probs(step.logits).numpy()
         vocabulary = log_probs.shape[-1]
         # An ended hypothesis carries over once, by a padding "token".
         log_probs[finished] = -np.inf
@@ -114,15 +116,15 @@ def decoding_rows(quick, repeats):
         )
         times = interleaved_medians(
             {
-                "greedy graph": lambda: seq2seq.greedy_decode(model, source, max_length)[
-                    0
-                ].numpy(),
-                "greedy xla": lambda: greedy_xla(source)[0].numpy(),
+                "greedy graph": lambda: seq2seq.greedy_decode(
+                    model, source, max_length
+                ).sequences.numpy(),
+                "greedy xla": lambda: greedy_xla(source).sequences.numpy(),
                 "greedy python": lambda: python_greedy(model, source, max_length),
                 "beam graph": lambda: seq2seq.beam_search_decode(
                     model, source, width, max_length
-                )[0].numpy(),
-                "beam xla": lambda: beam_xla(source)[0].numpy(),
+                ).sequences.numpy(),
+                "beam xla": lambda: beam_xla(source).sequences.numpy(),
                 "beam python": lambda: python_beam_search(model, source, width, max_length),
             },
             repeats,

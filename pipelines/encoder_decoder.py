@@ -118,7 +118,7 @@ def beam_search(model, sources, target_vocabulary, config, max_length):
         sources: int32 `(batch, time)` source ids, 0-padded.
         max_length: Most target tokens decoded.
     """
-    sequences, _, _ = seq2seq.beam_search_decode(
+    result = seq2seq.beam_search_decode(
         model, sources, config.beam_width, max_length, config.length_penalty
     )
-    return [target_vocabulary.decode(row) for row in sequences[:, 0].numpy()]
+    return [target_vocabulary.decode(row) for row in result.sequences[:, 0].numpy()]

@@ -100,7 +100,7 @@ def test_python_loop_decoders_compute_what_the_compiled_ones_do():
     source = tf.constant(
         np.random.default_rng(3).integers(seq2seq.END_ID + 1, 30, size=(8, 6)), tf.int32
     )
-    greedy = seq2seq.greedy_decode(model, source, 8)[0].numpy()
+    greedy = seq2seq.greedy_decode(model, source, 8).sequences.numpy()
     np.testing.assert_array_equal(decoding.python_greedy(model, source, 8), greedy)
-    beams = seq2seq.beam_search_decode(model, source, 5, 8)[0].numpy()
+    beams = seq2seq.beam_search_decode(model, source, 5, 8).sequences.numpy()
     np.testing.assert_array_equal(decoding.python_beam_search(model, source, 5, 8), beams)

@@ -10,7 +10,9 @@
   the mean of their next-token distributions; members built with
   `target_order="right_to_left"` read the target backwards and rescore beam
   search's hypotheses (`kerasrnn.seq2seq.target_order`).
-- `greedy_decode`, `sample_decode`, `beam_search_decode`: compiled decoders.
+- `greedy_decode`, `sample_decode`, `beam_search_decode`: compiled decoders,
+  each returning a `DecodeResult`; `DecoderStep`, what one decoder step
+  (`decode_step`) of a model returns.
 - `Vocabulary` and the reserved ids `PAD_ID`, `START_ID`, `END_ID`,
   `UNKNOWN_ID`.
 - `export_serving`, `StringSeq2Seq`: a string-in, string-out SavedModel.
@@ -31,6 +33,7 @@ from kerasrnn.seq2seq.attention import (
     LuongAttention,
 )
 from kerasrnn.seq2seq.decoding import (
+    DecodeResult,
     beam_search_decode,
     greedy_decode,
     sample_decode,
@@ -43,6 +46,7 @@ from kerasrnn.seq2seq.model import (
     next_token_log_probs,
     teacher_forcing_pair,
 )
+from kerasrnn.seq2seq.protocol import DecoderStep
 from kerasrnn.seq2seq.schedules import (
     ExponentialSamplingSchedule,
     InverseSigmoidSamplingSchedule,
@@ -62,6 +66,8 @@ __all__ = [
     "ATTENTIONS",
     "BahdanauAttention",
     "CONTEXTS",
+    "DecodeResult",
+    "DecoderStep",
     "LuongAttention",
     "END_ID",
     "ExponentialSamplingSchedule",

@@ -11,15 +11,21 @@ longer changes; the loop ends when every example has ended or after
 `max_length` steps. Pad and start ids are never emitted. A source that is all
 padding gets the empty answer (only padding, log-probability 0).
 
-Returned sequences are `(…, max_length)` int32 ids, the `<end>` id included
+Each decoder returns a `DecodeResult` whatever its arguments. Its
+sequences are `(…, max_length)` int32 ids, the `<end>` id included
 where the example ended, then zeros. Log-probabilities are
 log p(y_1 … y_L | x) = Σ_t log p(y_t | y_<t, c) under the model
 (`eq:rnn-seq2seq`), summed over the emitted tokens (`<end>` included).
+Scores are what the hypotheses are ranked by: beam search divides the
+log-probabilities by its length penalty (and an ensemble's right-to-left
+members add theirs); greedy and sampled decoding keep one hypothesis, whose
+score is its log-probability.
 
-With `return_alignments=True` (attention models only) each decoder also
-returns the attention weights α of the sequences it returns: `(…,
-max_length, S)` float32, row t the α_t with which token t was emitted, zero
-after the sequence ended; beam search reorders them with its hypotheses.
+With `return_alignments=True` (attention models only) the result also holds
+the attention weights α of the sequences it returns: `(…, max_length, S)`
+float32, row t the α_t with which token t was emitted, zero after the
+sequence ended; beam search reorders them with its hypotheses. Otherwise its
+`alignments` is None.
 
 A model that reads the target right to left (`target_order=
 "right_to_left"`) emits y_L first; every decoder returns its answers (and
@@ -27,6 +33,8 @@ their α rows) reversed, so that they read left to right like any model's.
 An ensemble's right-to-left members rescore beam search's hypotheses (see
 `kerasrnn.seq2seq.ensemble`).
 """
+
+from typing import NamedTuple
 
 import numpy as np
 import tensorflow as tf
@@ -46,6 +54,29 @@ from kerasrnn.validation import (
 
 #: The models the decoders and `export_serving` take.
 DECODABLE_MODELS = (Seq2Seq, Seq2SeqEnsemble)
+
+
+class DecodeResult(NamedTuple):
+    """What every decoder returns, the same fields whatever its arguments.
+
+    Attributes:
+        sequences: int32 ids, `(batch, max_length)` for greedy and sampled
+            decoding, `(batch, B, max_length)` for beam search (best first):
+            the emitted tokens, `<end>` included, then padding.
+        log_probs: float32 log p(y | x) of each sequence under the model,
+            `(batch,)` or `(batch, B)`.
+        scores: What the sequences are ranked by, shaped like `log_probs`:
+            equal to `log_probs` for greedy and sampled decoding; for beam
+            search `log_probs` divided by the length penalty, plus an
+            ensemble's right-to-left rescoring.
+        alignments: float32 α, `(batch, max_length, S)` or `(batch, B,
+            max_length, S)`, with `return_alignments=True`; else None.
+    """
+
+    sequences: tf.Tensor
+    log_probs: tf.Tensor
+    scores: tf.Tensor
+    alignments: tf.Tensor | None
 
 
 def check_decoder_arguments(model, source_ids, return_alignments):
@@ -151,10 +182,8 @@ def decode_tokens(model, source_ids, max_length, choose, return_alignments):
         )
 
     def step(t, previous, states, finished, outputs):
-        logits, new_states, alignment = model.decode_step(
-            previous, states, context, return_alignment=True
-        )
-        log_probs = next_token_log_probs(logits)
+        decoded = model.decode_step(previous, states, context)
+        log_probs = next_token_log_probs(decoded.logits)
         tokens = choose(t, log_probs)
         tokens = tf.where(finished, PAD_ID, tokens)
         picked = tf.gather(log_probs, tokens, batch_dims=1)
@@ -163,10 +192,10 @@ def decode_tokens(model, source_ids, max_length, choose, return_alignments):
             "log_probs": outputs["log_probs"] + tf.where(finished, 0.0, picked),
         }
         if return_alignments:
-            alignment = tf.where(finished[:, None], 0.0, alignment)
+            alignment = tf.where(finished[:, None], 0.0, decoded.alignment)
             updated["alignments"] = append_alignment(outputs["alignments"], t, alignment)
         finished = finished | tf.equal(tokens, END_ID)
-        return t + 1, tokens, new_states, finished, updated
+        return t + 1, tokens, decoded.states, finished, updated
 
     *_, outputs = tf.while_loop(
         lambda t, previous, states, finished, *_: (t < max_length)
@@ -180,18 +209,19 @@ def decode_tokens(model, source_ids, max_length, choose, return_alignments):
             outputs,
         ),
     )
-    sequences = outputs["sequences"]
-    if return_alignments:
-        sequences, alignments = read_left_to_right(model, sequences, outputs["alignments"])
-        return sequences, outputs["log_probs"], alignments
-    return read_left_to_right(model, sequences), outputs["log_probs"]
+    sequences, alignments = read_left_to_right(
+        model, outputs["sequences"], outputs.get("alignments")
+    )
+    log_probs = outputs["log_probs"]
+    return DecodeResult(sequences, log_probs, log_probs, alignments)
 
 
-def read_left_to_right(model, sequences, alignments=None):
-    """The answers (and their α rows) of a model that decodes right to left,
-    reversed to read left to right; the others' unchanged."""
+def read_left_to_right(model, sequences, alignments):
+    """`(sequences, alignments)`: the answers (and their α rows, or None) of
+    a model that decodes right to left, reversed to read left to right; the
+    others' unchanged."""
     if not model.reads_right_to_left:
-        return sequences if alignments is None else (sequences, alignments)
+        return sequences, alignments
     return answers_left_to_right(sequences, alignments)
 
 
@@ -214,8 +244,9 @@ def greedy_decode(model, source_ids, max_length, return_alignments=False):
         return_alignments: Also return α (attention models only).
 
     Returns:
-        `(sequences (batch, max_length) int32, log_probs (batch,) float32)`,
-        and `alignments (batch, max_length, S)` with `return_alignments`.
+        A `DecodeResult`: sequences `(batch, max_length)` int32, log_probs
+        `(batch,)` float32, scores equal to log_probs, and alignments
+        `(batch, max_length, S)` with `return_alignments` (else None).
     """
     max_length = check_positive_int("max_length", max_length)
     source_ids, return_alignments = check_decoder_arguments(
@@ -264,9 +295,10 @@ def sample_decode(
         return_alignments: Also return α (attention models only).
 
     Returns:
-        `(sequences (batch, max_length) int32, log_probs (batch,) float32)`,
-        and `alignments (batch, max_length, S)` with `return_alignments`;
-        the log-probabilities are the model's (temperature 1, no top-k).
+        A `DecodeResult`: sequences `(batch, max_length)` int32, log_probs
+        `(batch,)` float32, scores equal to log_probs, and alignments
+        `(batch, max_length, S)` with `return_alignments` (else None); the
+        log-probabilities are the model's (temperature 1, no top-k).
     """
     max_length = check_positive_int("max_length", max_length)
     temperature = check_number("temperature", temperature, low=0, low_open=True)
@@ -329,12 +361,11 @@ def compiled_beam_search(model, source_ids, width, max_length, alpha, return_ali
         )
 
     def step(t, previous, states, finished, hypotheses):
-        logits, new_states, alignment = model.decode_step(
-            previous, states, context, return_alignment=True,
-            queries_per_source=width,
+        decoded = model.decode_step(
+            previous, states, context, queries_per_source=width
         )
         step_log_probs = tf.reshape(
-            next_token_log_probs(logits), [batch, width, vocabulary_size]
+            next_token_log_probs(decoded.logits), [batch, width, vocabulary_size]
         )
         step_log_probs = tf.where(
             finished[..., None], ended_row[None, None], step_log_probs
@@ -363,7 +394,7 @@ def compiled_beam_search(model, source_ids, width, max_length, alpha, return_ali
             ),
         }
         if return_alignments:
-            alignment = tf.reshape(alignment, [batch, width, -1])
+            alignment = tf.reshape(decoded.alignment, [batch, width, -1])
             alignment = tf.where(was_finished[..., None], 0.0, reorder(alignment))
             updated["history"] = tf.tensor_scatter_nd_update(
                 hypotheses["history"], [[t]], alignment[None]
@@ -374,7 +405,7 @@ def compiled_beam_search(model, source_ids, width, max_length, alpha, return_ali
             )
         finished = was_finished | tf.equal(tokens, END_ID)
         rows = tf.reshape(parents + width * tf.range(batch)[:, None], [-1])
-        new_states = [tf.gather(state, rows) for state in new_states]
+        new_states = [tf.gather(state, rows) for state in decoded.states]
         return t + 1, tf.reshape(tokens, [-1]), new_states, finished, updated
 
     # A source that is all padding starts ended: its answer is empty.
@@ -410,10 +441,8 @@ def compiled_beam_search(model, source_ids, width, max_length, alpha, return_ali
         )
         if return_alignments:
             alignments = tf.gather(alignments, order, batch_dims=1)
-    if return_alignments:
-        sequences, alignments = read_left_to_right(model, sequences, alignments)
-        return sequences, log_probs, scores, alignments
-    return read_left_to_right(model, sequences), log_probs, scores
+    sequences, alignments = read_left_to_right(model, sequences, alignments)
+    return DecodeResult(sequences, log_probs, scores, alignments)
 
 
 def beam_search_decode(
@@ -439,11 +468,12 @@ def beam_search_decode(
         return_alignments: Also return α (attention models only).
 
     Returns:
-        `(sequences (batch, B, max_length) int32, log_probs (batch, B),
-        scores (batch, B))`, best first by score, and `alignments (batch, B,
-        max_length, S)` with `return_alignments`. For an ensemble with
-        right-to-left rescorers, `log_probs` stay the decoding members' and
-        `scores` add λ times the rescorers' log-probability.
+        A `DecodeResult`, best first by score: sequences `(batch, B,
+        max_length)` int32, log_probs and scores `(batch, B)` float32, and
+        alignments `(batch, B, max_length, S)` with `return_alignments`
+        (else None). For an ensemble with right-to-left rescorers,
+        `log_probs` stay the decoding members' and `scores` add λ times the
+        rescorers' log-probability.
     """
     beam_width = check_positive_int("beam_width", beam_width)
     max_length = check_positive_int("max_length", max_length)

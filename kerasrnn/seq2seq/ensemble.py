@@ -41,6 +41,7 @@ import keras
 from keras import ops
 
 from kerasrnn.seq2seq.model import Seq2Seq, next_token_log_probs
+from kerasrnn.seq2seq.protocol import DecoderStep
 from kerasrnn.seq2seq.target_order import teacher_forcing_of
 from kerasrnn.seq2seq.vocabulary import PAD_ID
 from kerasrnn.validation import check_number
@@ -196,35 +197,35 @@ class Seq2SeqEnsemble(keras.Model):
         }
 
     def decode_step(
-        self, tokens, states, context, training=False, return_alignment=False,
-        queries_per_source=1,
+        self, tokens, states, context, training=False, queries_per_source=1
     ):
         """One step of every decoding member, mixed: see `Seq2Seq.decode_step`.
 
         Returns:
-            `(log_probs (batch, V) float32, new_states)`, and α_t `(batch,
-            S)`, the members' mean, with `return_alignment`. The log-probs
-            log (1/N) Σ_k p_k are normalised, so any decoder may treat them
-            as logits.
+            A `DecoderStep`: as logits the mixture's log-probabilities
+            log (1/N) Σ_k p_k `(batch, V)` float32 (normalised, so any
+            decoder may treat them as logits), the members' new states, and
+            α_t `(batch, S)`, the members' mean, when every decoding member
+            attends (else None).
         """
         log_probs, new_states, alignments = [], [], []
         for member, member_states, member_context in zip(
             self.decoding_members(), self.split_states(states), context["members"]
         ):
-            logits, member_states, alignment = member.decode_step(
+            step = member.decode_step(
                 tokens, member_states, member_context, training=training,
-                return_alignment=True, queries_per_source=queries_per_source,
+                queries_per_source=queries_per_source,
             )
-            log_probs.append(ops.log_softmax(ops.cast(logits, "float32"), axis=-1))
-            new_states.extend(member_states)
-            alignments.append(alignment)
+            log_probs.append(
+                ops.log_softmax(ops.cast(step.logits, "float32"), axis=-1)
+            )
+            new_states.extend(step.states)
+            alignments.append(step.alignment)
         mixed = ops.logsumexp(ops.stack(log_probs), axis=0) - math.log(len(log_probs))
-        if not return_alignment:
-            return mixed, new_states
         alignment = None
         if self.attention is not None:
             alignment = ops.mean(ops.stack(alignments), axis=0)
-        return mixed, new_states, alignment
+        return DecoderStep(mixed, new_states, alignment)
 
     def attention_weights(self, inputs):
         """The decoding members' mean α of a teacher-forced batch: `(B, T,

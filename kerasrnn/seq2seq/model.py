@@ -67,6 +67,7 @@ from kerasrnn.seq2seq.attention import (
     BahdanauAttention,
     LuongAttention,
 )
+from kerasrnn.seq2seq.protocol import DecoderStep
 from kerasrnn.seq2seq.schedules import SamplingSchedule
 from kerasrnn.seq2seq.target_order import (
     TARGET_ORDERS,
@@ -561,8 +562,7 @@ class Seq2Seq(keras.Model):
 
     # ---------------------------------------------------------------- decode
     def decode_step(
-        self, tokens, states, context, training=False, return_alignment=False,
-        queries_per_source=1,
+        self, tokens, states, context, training=False, queries_per_source=1
     ):
         """One decoder step: y_{t-1} and d_{t-1} -> logits of y_t and d_t.
 
@@ -574,7 +574,6 @@ class Seq2Seq(keras.Model):
             states: List of decoder states, as `encode` returns them.
             context: The dict `encode` returns.
             training: Whether decoder dropout applies.
-            return_alignment: Also return α_t (attention models only).
             queries_per_source: k when `tokens` and `states` hold k
                 consecutive rows per example of `context`'s memory (beam
                 search's hypotheses; `context["context"]` repeated k times
@@ -582,8 +581,8 @@ class Seq2Seq(keras.Model):
                 the example's one memory instead of k copies of it.
 
         Returns:
-            `(logits (batch, V), new_states)`, and α_t `(batch, S)` float32
-            with `return_alignment`.
+            A `DecoderStep`: logits `(batch, V)`, the new states, and α_t
+            `(batch, S)` float32 for an attention model (else None).
         """
         pieces = [self.target_embedding(ops.cast(tokens, "int32"))]
         if self.uses_every_step:
@@ -605,10 +604,7 @@ class Seq2Seq(keras.Model):
             output = self.attention.attentional(output, attended)
             if self.feeds_attentional_vector:
                 new_states.append(output)
-        logits = self.output_projection(output)
-        if return_alignment:
-            return logits, new_states, alignment
-        return logits, new_states
+        return DecoderStep(self.output_projection(output), new_states, alignment)
 
     def context_for_beams(self, context, width):
         """`context` for `width` consecutive hypotheses per example: c
@@ -730,16 +726,16 @@ class Seq2Seq(keras.Model):
             tokens = inputs_by_step[t]
             if teacher_by_step is not None:
                 tokens = tf.where(teacher_by_step[t], tokens, previous)
-            logits, states, alignment = self.decode_step(
-                tokens, states, context, training=training, return_alignment=True
-            )
+            decoded = self.decode_step(tokens, states, context, training=training)
             predicted = tf.argmax(
-                next_token_log_probs(logits), axis=-1, output_type=tf.int32
+                next_token_log_probs(decoded.logits), axis=-1, output_type=tf.int32
             )
-            written = {"logits": outputs["logits"].write(t, logits)}
-            if alignment is not None:
-                written["alignments"] = outputs["alignments"].write(t, alignment)
-            return t + 1, predicted, states, written
+            written = {"logits": outputs["logits"].write(t, decoded.logits)}
+            if decoded.alignment is not None:
+                written["alignments"] = outputs["alignments"].write(
+                    t, decoded.alignment
+                )
+            return t + 1, predicted, decoded.states, written
 
         batch = tf.shape(decoder_input)[0]
         step_input = tf.zeros([batch, self.decoder_input_size], self.compute_dtype)

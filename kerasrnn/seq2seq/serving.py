@@ -264,10 +264,11 @@ class StringSeq2Seq(tf.Module):
               hypothesis's α, zero on the rows of `<end>` and after;
             - `output_lengths`, `input_lengths` `(batch,)` int32.
         """
-        sequences, log_probs, _, *alignments = beam_search_decode(
+        result = beam_search_decode(
             self.model, source, self.beam_width, self.max_output_length,
             self.length_penalty, return_alignments=self.with_attention,
         )
+        sequences = result.sequences
         # The tokens before <end> are the hypothesis (padding, <start> and
         # <end> sort below UNKNOWN_ID).
         real = sequences >= UNKNOWN_ID
@@ -282,12 +283,14 @@ class StringSeq2Seq(tf.Module):
         empty = all_padding(source)
         decoded = {
             "pieces": pieces,
-            "log_probs": tf.where(empty[:, None], 0.0, log_probs),
+            "log_probs": tf.where(empty[:, None], 0.0, result.log_probs),
         }
         if self.with_attention:
             best_real = real[:, 0]
             decoded.update(
-                alignments=tf.where(best_real[..., None], alignments[0][:, 0], 0.0),
+                alignments=tf.where(
+                    best_real[..., None], result.alignments[:, 0], 0.0
+                ),
                 output_lengths=tf.reduce_sum(tf.cast(best_real, tf.int32), axis=1),
                 input_lengths=tf.reduce_sum(tf.cast(source != PAD_ID, tf.int32), axis=1),
             )

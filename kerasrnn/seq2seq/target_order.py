@@ -68,7 +68,7 @@ def in_target_order(steps, decoder_input):
     return reverse_first(steps, lengths, 1)
 
 
-def answers_left_to_right(sequences, alignments=None):
+def answers_left_to_right(sequences, alignments):
     """Decoded right-to-left answers, reversed to read left to right.
 
     Args:
@@ -76,13 +76,14 @@ def answers_left_to_right(sequences, alignments=None):
         alignments: None or `(…, T, S)`: row k the α of token k.
 
     Returns:
-        `sequences` (and `alignments`) with each answer's tokens before
-        `<end>` reversed, `<end>` and padding (and their rows) in place.
+        `(sequences, alignments)` with each answer's tokens before `<end>`
+        reversed (and their α rows), `<end>` and padding (and their rows) in
+        place; alignments stays None if it was.
     """
     lengths = tf.reduce_sum(tf.cast(sequences > END_ID, tf.int32), axis=-1)
     sequences = reverse_first(sequences, lengths, -1)
     if alignments is None:
-        return sequences
+        return sequences, None
     return sequences, reverse_first(alignments, lengths, -2)
 
 

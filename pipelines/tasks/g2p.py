@@ -214,13 +214,13 @@ def draw_test_alignments(model, words, letters, phonemes, config, max_length, co
         for i in np.linspace(0, len(by_length) - 1, min(DRAWN_WORDS, len(by_length)))
     ]
     source = tf.ragged.constant([letters.encode(w) for w in picked], tf.int32).to_tensor(0)
-    sequences, *_, weights = seq2seq.beam_search_decode(
+    result = seq2seq.beam_search_decode(
         model, source, config.beam_width, max_length, config.length_penalty,
         return_alignments=True,
     )
-    outputs = [phonemes.decode(row) for row in sequences[:, 0].numpy()]
+    outputs = [phonemes.decode(row) for row in result.sequences[:, 0].numpy()]
     alignments.write_alignments(
-        alignments.alignment_examples(picked, outputs, weights[:, 0].numpy()),
+        alignments.alignment_examples(picked, outputs, result.alignments[:, 0].numpy()),
         context.write_dir / "alignments.png",
         context.directory.working_file(TENSORBOARD) / "alignments",
     )

@@ -189,12 +189,10 @@ def test_all_padding_source_gets_zero_weight_and_an_empty_answer():
     ).numpy()
     assert np.isfinite(alignments).all()
     np.testing.assert_array_equal(alignments[1], 0.0)
-    sequences, log_probs, alignments = seq2seq.greedy_decode(
-        model, source, 4, return_alignments=True
-    )
-    np.testing.assert_array_equal(sequences[1], 0)
-    assert log_probs[1] == 0.0
-    np.testing.assert_array_equal(alignments[1], 0.0)
+    result = seq2seq.greedy_decode(model, source, 4, return_alignments=True)
+    np.testing.assert_array_equal(result.sequences[1], 0)
+    assert result.log_probs[1] == 0.0
+    np.testing.assert_array_equal(result.alignments[1], 0.0)
 
 
 @pytest.mark.slow
@@ -205,11 +203,13 @@ def test_decoders_and_their_alignments_match_numpy(attention):
         np.random.default_rng(1).normal(0, 1.5, model.output_projection.kernel.shape)
     )
     reference = NumpyAttentionSeq2Seq(model)
-    sequences, log_probs, alignments = seq2seq.greedy_decode(
-        model, SOURCE, 5, return_alignments=True
+    greedy = seq2seq.greedy_decode(model, SOURCE, 5, return_alignments=True)
+    sequences, log_probs, alignments = (
+        greedy.sequences, greedy.log_probs, greedy.alignments
     )
-    beams, beam_log_probs, _, beam_alignments = seq2seq.beam_search_decode(
-        model, SOURCE, 3, 5, return_alignments=True
+    beam = seq2seq.beam_search_decode(model, SOURCE, 3, 5, return_alignments=True)
+    beams, beam_log_probs, beam_alignments = (
+        beam.sequences, beam.log_probs, beam.alignments
     )
     for row in range(len(SOURCE)):
         real = int((SOURCE[row] != 0).sum())
@@ -241,9 +241,10 @@ def test_wide_beam_with_attention_finds_the_exhaustive_best(attention):
     # 4 emittable words and max_length 3: at most 4 + 16 + 64 live prefixes,
     # so a beam of 90 prunes nothing and must return the brute-force ranking.
     model = make_model(attention, bidirectional=True, context="both")
-    sequences, log_probs, _ = seq2seq.beam_search_decode(model, SOURCE, 90, 3)
+    result = seq2seq.beam_search_decode(model, SOURCE, 90, 3)
     assert_exhaustive_best(
-        NumpyAttentionSeq2Seq(model), SOURCE, sequences, log_probs, 7, 3, top=6
+        NumpyAttentionSeq2Seq(model), SOURCE, result.sequences, result.log_probs,
+        7, 3, top=6,
     )
 
 
@@ -251,13 +252,15 @@ def test_wide_beam_with_attention_finds_the_exhaustive_best(attention):
 def test_beam_search_matches_the_numpy_beam_search_with_length_penalty():
     model = make_model("luong", bidirectional=True)
     reference = NumpyAttentionSeq2Seq(model)
-    sequences, log_probs, scores = seq2seq.beam_search_decode(
-        model, SOURCE, 3, 4, length_penalty=1.0
-    )
+    result = seq2seq.beam_search_decode(model, SOURCE, 3, 4, length_penalty=1.0)
     for row in range(len(SOURCE)):
         expected = reference.beam_search(SOURCE[row], 3, 4, 1.0)
-        assert [trimmed(s) for s in sequences[row].numpy()] == [e[0] for e in expected]
-        np.testing.assert_allclose(scores[row], [e[2] for e in expected], rtol=1e-4)
+        assert [trimmed(s) for s in result.sequences[row].numpy()] == [
+            e[0] for e in expected
+        ]
+        np.testing.assert_allclose(
+            result.scores[row], [e[2] for e in expected], rtol=1e-4
+        )
 
 
 @pytest.mark.slow
@@ -293,9 +296,11 @@ def test_every_decoder_compiles_with_xla():
     ):
         plain = decode(source)
         compiled = tf.function(decode, jit_compile=True)(source)
-        np.testing.assert_array_equal(plain[0], compiled[0])
-        np.testing.assert_allclose(plain[1], compiled[1], rtol=1e-5)
-        np.testing.assert_allclose(plain[-1], compiled[-1], rtol=1e-4, atol=1e-6)
+        np.testing.assert_array_equal(plain.sequences, compiled.sequences)
+        np.testing.assert_allclose(plain.log_probs, compiled.log_probs, rtol=1e-5)
+        np.testing.assert_allclose(
+            plain.alignments, compiled.alignments, rtol=1e-4, atol=1e-6
+        )
 
 
 # ------------------------------------------------------ training and saving

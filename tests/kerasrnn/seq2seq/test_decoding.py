@@ -35,7 +35,8 @@ def model():
 
 @pytest.mark.slow
 def test_greedy_matches_numpy(model):
-    sequences, log_probs = seq2seq.greedy_decode(model, SOURCE, 5)
+    result = seq2seq.greedy_decode(model, SOURCE, 5)
+    sequences, log_probs = result.sequences, result.log_probs
     reference = NumpySeq2Seq(model)
     for row in range(len(SOURCE)):
         expected, expected_lp = reference.greedy(SOURCE[row], 5)
@@ -45,18 +46,19 @@ def test_greedy_matches_numpy(model):
 
 @pytest.mark.slow
 def test_beam_width_one_is_greedy(model):
-    greedy, greedy_lp = seq2seq.greedy_decode(model, SOURCE, 6)
-    beam, beam_lp, _ = seq2seq.beam_search_decode(model, SOURCE, 1, 6)
-    np.testing.assert_array_equal(beam[:, 0], greedy)
-    np.testing.assert_allclose(beam_lp[:, 0], greedy_lp, rtol=1e-6)
+    greedy = seq2seq.greedy_decode(model, SOURCE, 6)
+    beam = seq2seq.beam_search_decode(model, SOURCE, 1, 6)
+    np.testing.assert_array_equal(beam.sequences[:, 0], greedy.sequences)
+    np.testing.assert_allclose(beam.log_probs[:, 0], greedy.log_probs, rtol=1e-6)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("beam_width, alpha", [(2, 0.0), (3, 0.0), (3, 1.0)])
 def test_beam_search_matches_numpy_beam_search(model, beam_width, alpha):
-    sequences, log_probs, scores = seq2seq.beam_search_decode(
+    result = seq2seq.beam_search_decode(
         model, SOURCE, beam_width, 4, length_penalty=alpha
     )
+    sequences, log_probs, scores = result.sequences, result.log_probs, result.scores
     reference = NumpySeq2Seq(model)
     for row in range(len(SOURCE)):
         expected = reference.beam_search(SOURCE[row], beam_width, 4, alpha)
@@ -69,8 +71,10 @@ def test_beam_search_matches_numpy_beam_search(model, beam_width, alpha):
 def test_wide_beam_finds_the_exhaustive_best(model):
     # 3 emittable words and max_length 3: at most 3 + 9 + 27 live prefixes,
     # so a beam of 40 prunes nothing and must return the brute-force ranking.
-    sequences, log_probs, _ = seq2seq.beam_search_decode(model, SOURCE, 40, 3)
-    assert_exhaustive_best(NumpySeq2Seq(model), SOURCE, sequences, log_probs, 6, 3, top=5)
+    result = seq2seq.beam_search_decode(model, SOURCE, 40, 3)
+    assert_exhaustive_best(
+        NumpySeq2Seq(model), SOURCE, result.sequences, result.log_probs, 6, 3, top=5
+    )
 
 
 @pytest.mark.slow
@@ -83,9 +87,10 @@ def test_sampling_follows_temperature_and_top_k(model):
     lp = log_softmax(first)
     emittable = np.array([2, 3, 4, 5])
     for temperature, top_k in [(0.7, None), (2.0, 2)]:
-        sequences, log_probs = seq2seq.sample_decode(
+        result = seq2seq.sample_decode(
             model, source, 4, temperature=temperature, top_k=top_k, seed=11
         )
+        sequences, log_probs = result.sequences, result.log_probs
         scaled = lp[emittable] / temperature
         if top_k is not None:
             scaled[np.argsort(scaled)[:-top_k]] = -np.inf
@@ -101,8 +106,8 @@ def test_sampling_follows_temperature_and_top_k(model):
                 reference.sequence_log_prob(SOURCE[0], trimmed(sequences[row])),
                 rtol=1e-4,
             )
-    again, _ = seq2seq.sample_decode(model, source, 4, 2.0, 2, seed=11)
-    np.testing.assert_array_equal(again, sequences)
+    again = seq2seq.sample_decode(model, source, 4, 2.0, 2, seed=11)
+    np.testing.assert_array_equal(again.sequences, sequences)
 
 
 @pytest.mark.slow
@@ -115,8 +120,31 @@ def test_every_decoder_compiles_with_xla(model):
     ):
         plain = decode(source)
         compiled = tf.function(decode, jit_compile=True)(source)
-        np.testing.assert_array_equal(plain[0], compiled[0])
-        np.testing.assert_allclose(plain[1], compiled[1], rtol=1e-5)
+        np.testing.assert_array_equal(plain.sequences, compiled.sequences)
+        np.testing.assert_allclose(plain.log_probs, compiled.log_probs, rtol=1e-5)
+        np.testing.assert_allclose(plain.scores, compiled.scores, rtol=1e-5)
+        assert plain.alignments is None and compiled.alignments is None
+
+
+@pytest.mark.slow
+def test_every_decoder_returns_the_same_fields(model):
+    greedy = seq2seq.greedy_decode(model, SOURCE, 4)
+    sampled = seq2seq.sample_decode(model, SOURCE, 4, seed=3)
+    beams = seq2seq.beam_search_decode(model, SOURCE, 2, 4, length_penalty=1.0)
+    for result in (greedy, sampled, beams):
+        assert isinstance(result, seq2seq.DecodeResult)
+        assert result.alignments is None
+    for result in (greedy, sampled):
+        assert result.sequences.shape == (len(SOURCE), 4)
+        assert result.log_probs.shape == (len(SOURCE),)
+        # One hypothesis each: nothing to rank it against, its score is its
+        # log-probability.
+        np.testing.assert_array_equal(result.scores, result.log_probs)
+    assert beams.sequences.shape == (len(SOURCE), 2, 4)
+    lengths = (beams.sequences.numpy() != 0).sum(axis=-1)
+    np.testing.assert_allclose(
+        beams.scores, beams.log_probs / ((5 + lengths) / 6), rtol=1e-6
+    )
 
 
 @pytest.mark.parametrize(
@@ -164,4 +192,4 @@ def test_numpy_scalars_are_numbers(model):
     numpy = seq2seq.beam_search_decode(
         model, SOURCE, np.int64(2), np.int32(4), np.float32(0.5)
     )
-    np.testing.assert_array_equal(plain[0], numpy[0])
+    np.testing.assert_array_equal(plain.sequences, numpy.sequences)

@@ -137,13 +137,13 @@ def test_scheduled_sampling_follows_the_ensembles_step():
 def test_decoders_and_alignments_match_the_numpy_mixture():
     ensemble = seq2seq.Seq2SeqEnsemble(make_members(third="luong"))
     numpy_ensemble = NumpyEnsemble([reference(m) for m in ensemble.members])
-    sequences, log_probs, alignments = seq2seq.greedy_decode(
-        ensemble, SOURCE, 5, return_alignments=True
+    greedy = seq2seq.greedy_decode(ensemble, SOURCE, 5, return_alignments=True)
+    sequences, log_probs, alignments = (
+        greedy.sequences, greedy.log_probs, greedy.alignments
     )
-    beams, beam_log_probs, _, beam_alignments = seq2seq.beam_search_decode(
-        ensemble, SOURCE, 3, 5, return_alignments=True
-    )
-    beam_alignments = beam_alignments.numpy()
+    beam = seq2seq.beam_search_decode(ensemble, SOURCE, 3, 5, return_alignments=True)
+    beams, beam_log_probs = beam.sequences, beam.log_probs
+    beam_alignments = beam.alignments.numpy()
     for row in range(len(SOURCE)):
         real = int((SOURCE[row] != 0).sum())
         expected, expected_log_prob = numpy_ensemble.greedy(SOURCE[row], 5)
@@ -180,8 +180,10 @@ def test_wide_beam_finds_the_exhaustive_best_of_the_mixture():
     # so a beam of 90 prunes nothing and must return the brute-force ranking.
     ensemble = seq2seq.Seq2SeqEnsemble(make_members(third="plain"))
     numpy_ensemble = NumpyEnsemble([reference(m) for m in ensemble.members])
-    sequences, log_probs, _ = seq2seq.beam_search_decode(ensemble, SOURCE, 90, 3)
-    assert_exhaustive_best(numpy_ensemble, SOURCE, sequences, log_probs, 7, 3, top=6)
+    result = seq2seq.beam_search_decode(ensemble, SOURCE, 90, 3)
+    assert_exhaustive_best(
+        numpy_ensemble, SOURCE, result.sequences, result.log_probs, 7, 3, top=6
+    )
 
 
 @pytest.mark.slow
@@ -189,8 +191,8 @@ def test_one_member_decodes_as_that_member():
     member = make_members()[0]
     alone = seq2seq.beam_search_decode(member, SOURCE, 3, 5)
     inside = seq2seq.beam_search_decode(seq2seq.Seq2SeqEnsemble([member]), SOURCE, 3, 5)
-    np.testing.assert_array_equal(inside[0], alone[0])
-    np.testing.assert_allclose(inside[1], alone[1], rtol=1e-5)
+    np.testing.assert_array_equal(inside.sequences, alone.sequences)
+    np.testing.assert_allclose(inside.log_probs, alone.log_probs, rtol=1e-5)
 
 
 @pytest.mark.slow

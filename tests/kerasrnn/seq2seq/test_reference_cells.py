@@ -59,7 +59,8 @@ def test_teacher_forced_logits_match_numpy(cell, context, bidirectional):
 @pytest.mark.parametrize("cell", list(CELLS))
 def test_greedy_decoding_matches_numpy(cell):
     model = make_model(cell, context="both", bidirectional=True, encoder_layers=2)
-    sequences, log_probs = seq2seq.greedy_decode(model, SOURCE, 5)
+    result = seq2seq.greedy_decode(model, SOURCE, 5)
+    sequences, log_probs = result.sequences, result.log_probs
     reference = NumpySeq2Seq(model)
     for row in range(len(SOURCE)):
         expected, expected_log_prob = reference.greedy(SOURCE[row], 5)

@@ -109,12 +109,12 @@ def in_process(model, source, target, word):
     letters = [c for c in word.strip().lower() if c in LETTERS][:MAX_INPUT]
     if not letters:
         return [""] * BEAM, [0.0] * BEAM
-    sequences, log_probs, _ = seq2seq.beam_search_decode(
+    result = seq2seq.beam_search_decode(
         model, np.array([source.encode(letters)]), BEAM, 6
     )
     return (
-        [" ".join(target.decode(s)) for s in sequences[0].numpy()],
-        log_probs[0].numpy().tolist(),
+        [" ".join(target.decode(s)) for s in result.sequences[0].numpy()],
+        result.log_probs[0].numpy().tolist(),
     )
 
 
@@ -197,10 +197,12 @@ def test_output_tokens_are_joined_by_the_separator(exported, separator):
     words = ["bad", "", "fadecafe"]
     served = module.serve(tf.constant(words))["beam_outputs"].numpy()
     for word, row in zip(words, served):
-        sequences, _, _ = seq2seq.beam_search_decode(
+        result = seq2seq.beam_search_decode(
             model, np.array([source.encode(list(word)) or [0]]), BEAM, 6
         )
-        expected = [separator.join(target.decode(s)) for s in sequences[0].numpy()]
+        expected = [
+            separator.join(target.decode(s)) for s in result.sequences[0].numpy()
+        ]
         assert [answer.decode() for answer in row] == expected, word
 
 
@@ -269,9 +271,9 @@ def test_attention_model_serves_its_alignments(tmp_path, attention, jit_compile)
         if not letters:
             np.testing.assert_array_equal(alignments[index], 0.0)
             continue
-        *_, expected = seq2seq.beam_search_decode(
+        expected = seq2seq.beam_search_decode(
             model, np.array([source.encode(letters)]), BEAM, 6, return_alignments=True
-        )
+        ).alignments
         np.testing.assert_allclose(
             alignments[index, :rows, :columns], expected[0, 0, :rows], rtol=1e-5, atol=1e-6
         )

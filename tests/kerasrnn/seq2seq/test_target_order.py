@@ -89,10 +89,12 @@ def test_right_to_left_logits_score_the_reversed_target_in_the_targets_order():
 def test_right_to_left_decoders_return_answers_that_read_left_to_right():
     model = right_to_left_model()
     numpy_model = NumpyAttentionSeq2Seq(model)
-    sequences, log_probs, alignments = seq2seq.greedy_decode(
-        model, SOURCE, 5, return_alignments=True
+    greedy = seq2seq.greedy_decode(model, SOURCE, 5, return_alignments=True)
+    sequences, log_probs, alignments = (
+        greedy.sequences, greedy.log_probs, greedy.alignments
     )
-    beams, beam_log_probs, _ = seq2seq.beam_search_decode(model, SOURCE, 3, 5)
+    beam = seq2seq.beam_search_decode(model, SOURCE, 3, 5)
+    beams, beam_log_probs = beam.sequences, beam.log_probs
     for row in range(len(SOURCE)):
         emitted, total = numpy_model.greedy(SOURCE[row], 5)
         tokens = [t for t in emitted if t != END]
@@ -124,7 +126,8 @@ def test_right_to_left_members_rescore_the_left_to_right_beam():
     assert ensemble.decoding_members() == left_to_right
     numpy_mixture = NumpyEnsemble([reference(m) for m in left_to_right])
     numpy_rescorer = NumpyAttentionSeq2Seq(rescorer)
-    sequences, log_probs, scores = seq2seq.beam_search_decode(ensemble, SOURCE, 3, 5)
+    result = seq2seq.beam_search_decode(ensemble, SOURCE, 3, 5)
+    sequences, log_probs, scores = result.sequences, result.log_probs, result.scores
     reordered = 0
     for row in range(len(SOURCE)):
         found = numpy_mixture.beam_search(SOURCE[row], 3, 5, 0.0)
@@ -143,11 +146,11 @@ def test_right_to_left_members_rescore_the_left_to_right_beam():
     # The rescorer changed some ranking: the comparison is not of the plain beam.
     assert reordered > 0
     # Greedy decoding keeps one hypothesis: the left-to-right mixture alone.
-    greedy, greedy_log_probs = seq2seq.greedy_decode(ensemble, SOURCE, 5)
+    greedy = seq2seq.greedy_decode(ensemble, SOURCE, 5)
     for row in range(len(SOURCE)):
         emitted, total = numpy_mixture.greedy(SOURCE[row], 5)
-        assert trimmed(greedy[row]) == emitted
-        np.testing.assert_allclose(greedy_log_probs[row], total, rtol=1e-4)
+        assert trimmed(greedy.sequences[row]) == emitted
+        np.testing.assert_allclose(greedy.log_probs[row], total, rtol=1e-4)
 
 
 @pytest.mark.slow
@@ -176,7 +179,7 @@ def test_rescored_ensemble_round_trips_and_serves_without_kerasrnn(tmp_path):
     np.testing.assert_allclose(served["log_probs"], in_process["log_probs"], rtol=1e-5)
     # The served answer is the rescored beam's best.
     source = tf.ragged.constant([letters.encode(w) for w in words], tf.int32).to_tensor(0)
-    sequences, *_ = seq2seq.beam_search_decode(ensemble, source, 3, 5)
+    sequences = seq2seq.beam_search_decode(ensemble, source, 3, 5).sequences
     assert served["outputs"][:2] == [
         " ".join(phonemes.decode(row)) for row in sequences[:2, 0].numpy()
     ]
