@@ -58,9 +58,9 @@ differs on about 1% of them).
 What it costs: every process that loads the SavedModel compiles each padded
 shape on the first call that has it (a few seconds each on two CPU cores for
 the default G2P model; words of 1–8 letters at batch 1 are one shape), and
-up to twice the compute for a batch just above a power of two. What it gains,
-on two CPU cores: about 3–4× faster calls at batch 1, 2× at batch 32 and 1.4×
-at batch 256 (`python -m benchmarks` prints the ratio).
+up to twice the compute for a batch just above a power of two. What it gains
+is measured by `python -m benchmarks`, which prints the ratio; the
+documentation's Benchmarks page gives the measured figures.
 """
 
 import os
@@ -97,8 +97,10 @@ class StringSeq2Seq(tf.Module):
 
     Args:
         model: A trained `Seq2Seq` or `Seq2SeqEnsemble`.
-        source_vocabulary, target_vocabulary: The `Vocabulary` objects the
-            model was trained with.
+        source_vocabulary: The source `Vocabulary` the model was trained
+            with.
+        target_vocabulary: The target `Vocabulary` the model was trained
+            with.
         split: `"characters"` (each Unicode character is a source token, as
             for grapheme-to-phoneme) or `"whitespace"` (words).
         separator: String joining the output tokens (`" "` for phonemes).
@@ -337,7 +339,8 @@ def export_serving(model, path, source_vocabulary, target_vocabulary, **options)
     Args:
         model: A trained `Seq2Seq` or `Seq2SeqEnsemble`.
         path: Directory to write.
-        source_vocabulary, target_vocabulary: `Vocabulary` objects.
+        source_vocabulary: The source `Vocabulary`.
+        target_vocabulary: The target `Vocabulary`.
         **options: `split`, `separator`, `lowercase`, `beam_width`,
             `length_penalty`, `max_input_length`, `max_output_length`,
             `jit_compile`; see `StringSeq2Seq`.
