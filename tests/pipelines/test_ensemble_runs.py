@@ -71,7 +71,9 @@ def test_a_killed_ensemble_run_resumes_to_the_same_weights(tmp_path):
         context.fit(model, dataset, callbacks=callbacks)
         return model
 
-    claim = lambda path: claim_run_directory(path, "test", {}, restart=False, overwrite=False)
+    def claim(path):
+        return claim_run_directory(path, "test", {}, restart=False, overwrite=False)
+
     uninterrupted = trained(claim(tmp_path / "whole")).get_weights()
     killed = claim(tmp_path / "killed")
     with pytest.raises(Killed):

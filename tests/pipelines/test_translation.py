@@ -1,10 +1,10 @@
 """The TFDS translation path, offline with tfds.testing.mock_data."""
 
+import keras
 import numpy as np
 import pytest
 import tensorflow_datasets as tfds
 
-import keras
 import kerasrnn
 from kerasrnn import seq2seq
 from kerasrnn_pipelines.data.translation import TranslationConfig, load_translation, most_frequent
@@ -34,7 +34,9 @@ def test_mock_ted_hrlr_trains_a_seq2seq_model():
     )
     model = seq2seq.Seq2Seq(source.size, target.size, kerasrnn.GRUCell(8), embedding_dim=8)
     model.compile(keras.optimizers.Adam(0.01), seq2seq.SequenceCrossEntropy())
-    history = model.fit(datasets["train"], validation_data=datasets["validation"], epochs=3, verbose=0)
+    history = model.fit(
+        datasets["train"], validation_data=datasets["validation"], epochs=3, verbose=0
+    )
     assert history.history["loss"][-1] < history.history["loss"][0]
 
 
