@@ -5,7 +5,9 @@ configuration class (`kerasrnn_pipelines.tasks.CONFIGS`) defines and checks it, 
 run directory is claimed, and only then are TensorFlow and the task's
 module loaded and the configuration handed to `kerasrnn_pipelines.training.run_task`.
 Whatever can be found wrong before training is one line on stderr and exit
-status 2.
+status 2. What the run prints is `kerasrnn_pipelines.console`'s: TensorFlow's
+start-up held back unless `--verbose`, Keras's progress bar on a terminal
+and one line per epoch elsewhere, and a closing summary.
 """
 
 import argparse
@@ -13,6 +15,7 @@ import dataclasses
 import sys
 from collections.abc import Sequence
 
+from kerasrnn_pipelines.console import held_back_stderr, hold_back_tensorflow, start_tensorflow
 from kerasrnn_pipelines.faults import DatasetNotOnDisk, RunFailed
 from kerasrnn_pipelines.options import (
     ConfigError,
@@ -217,8 +220,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except RunDirectoryError as error:
         print(f"{PROGRAM} {config.task}: {error}", file=sys.stderr)
         return 2
-    # Only now, with every check passed, are TensorFlow and the task loaded.
-    task_module = load_task(config.task)
+    # Only now, with every check passed, are TensorFlow and the task loaded,
+    # their start-up messages held back unless the user asked for them.
+    with held_back_stderr(hold_back_tensorflow(config.verbose)):
+        task_module = load_task(config.task)
+        start_tensorflow()
     from kerasrnn_pipelines.training import run_task
 
     try:

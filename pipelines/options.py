@@ -252,6 +252,13 @@ class RunConfig:
     preset: Optional[str] = option(
         None, text, "named configuration of this task", unset=True, training=False
     )
+    verbose: bool = option(
+        False,
+        present,
+        "show TensorFlow's start-up messages (oneDNN, CUDA, absl), which are "
+        "otherwise held back unless TF_CPP_MIN_LOG_LEVEL is set",
+        training=False,
+    )
     restart: bool = option(
         False,
         present,
@@ -308,8 +315,9 @@ class RunConfig:
         Two runs with the same fingerprint train the same model the same
         way; a backup may be resumed only by a run with its fingerprint.
         Where the run writes (`out`, `restart`, `overwrite`), how it is
-        distributed (`strategy`), how it was resolved (`quick`, `preset`)
-        and what it reports after training are left out.
+        distributed (`strategy`), how it was resolved (`quick`, `preset`),
+        what it prints (`verbose`) and what it reports after training are
+        left out.
         """
         return {
             field.name: getattr(self, field.name)

@@ -49,6 +49,7 @@ from kerasrnn_pipelines import history as epoch_log
 from kerasrnn_pipelines import run_directory as layout
 from kerasrnn_pipelines.backups import TrainingBackup
 from kerasrnn_pipelines.callbacks import save_weights_atomically, training_callbacks
+from kerasrnn_pipelines.console import summary
 from kerasrnn_pipelines.distributed import fit_multiworker, is_multiworker, make_strategy
 from kerasrnn_pipelines.faults import RunFailed
 
@@ -146,11 +147,18 @@ class RunContext:
         epochs = epochs or self.config.epochs
         start = resume(model, self.strategy, self.backup, self.directory)
         backup = self.backup if self.is_chief else None
+        # Keras's progress bar on a terminal; in a file, one line per epoch.
+        progress_bar = self.is_chief and sys.stdout.isatty()
         arguments = dict(
             initial_epoch=start,
             epochs=epochs,
-            callbacks=training_callbacks(self.directory, backup, callbacks),
-            verbose=1 if self.is_chief else 0,
+            callbacks=training_callbacks(
+                self.directory,
+                backup,
+                callbacks,
+                epoch_lines=self.is_chief and not progress_bar,
+            ),
+            verbose=1 if progress_bar else 0,
         )
         if is_multiworker(self.strategy):
             fit_multiworker(model, self.strategy, train, validation, **arguments)
@@ -257,6 +265,7 @@ def run_task(task_module, config, run_directory):
         `task`, `data`, `args`, `wall_time_s`, `replicas` and, for a task
         with a baseline, `worse_than_baseline`.
     """
+    headline = getattr(task_module, "HEADLINE_METRIC", None)
     with run_directory:
         if run_directory.complete:
             print(
@@ -264,7 +273,9 @@ def run_task(task_module, config, run_directory):
                 f"{run_directory.path} is already complete (metrics.json); "
                 "nothing to train. --restart trains it again."
             )
-            return json.loads((run_directory.path / layout.METRICS).read_text())
+            report = json.loads((run_directory.path / layout.METRICS).read_text())
+            print_summary(config.task, report, headline, run_directory.path)
+            return report
         keras.utils.set_random_seed(config.seed)
         strategy = make_strategy(config.strategy)
         context = RunContext(config, strategy, run_directory)
@@ -285,14 +296,16 @@ def run_task(task_module, config, run_directory):
             run_directory.commit(
                 json.dumps(report, indent=2, default=str) + "\n"
             )
-            print(
-                json.dumps(
-                    {k: v for k, v in report.items() if k != "args"}, indent=2
-                )
-            )
+            print_summary(config.task, report, headline, run_directory.path)
             if worse:
                 print(f"kerasrnn-train {config.task}: {warning}", file=sys.stderr)
         return report
+
+
+def print_summary(task, report, headline, directory):
+    """Print `kerasrnn_pipelines.console.summary`, flushed: a log file shows
+    it as soon as the run ends."""
+    print("\n".join(summary(task, report, headline, directory)), flush=True)
 
 
 def to_json(value):

@@ -351,7 +351,7 @@ def test_fingerprint_holds_the_training_options_only():
     fingerprint = config.fingerprint()
     json.dumps(fingerprint)
     left_out = {"out", "restart", "overwrite", "strategy", "quick", "preset",
-                "beam_width", "length_penalty"}
+                "verbose", "beam_width", "length_penalty"}
     fields = {field.name for field in dataclasses.fields(config)}
     assert set(fingerprint) == fields - left_out
     assert fingerprint["units"] == 32 and fingerprint["learning_rate"] == 3e-3

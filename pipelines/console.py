@@ -1,0 +1,180 @@
+"""What `kerasrnn-train` shows: TensorFlow's start-up held back, and the summary a run ends with.
+
+TensorFlow writes its start-up messages (oneDNN, the CUDA stub, absl's
+"before absl::InitializeLog()" notice, a failed `cuInit` on a machine
+without a GPU) from C++ straight to file descriptor 2, before its log level
+takes effect: `TF_CPP_MIN_LOG_LEVEL` hides what it logs later, not these.
+So unless the user asks for them (`--verbose`, or setting
+`TF_CPP_MIN_LOG_LEVEL`, which is then left as it is), `held_back_stderr`
+sends descriptor 2 to a temporary file while TensorFlow and the task load
+and shows it only if loading fails.
+
+The summary is the run's headline metric beside its baseline, where its
+outputs are (as its `run.json` lists them) and a command that serves each
+exported model: the SavedModel with TensorFlow alone, the LiteRT model
+with `ai-edge-litert` alone.
+"""
+
+import contextlib
+import json
+import os
+import shlex
+import sys
+import tempfile
+
+from kerasrnn_pipelines import run_directory as layout
+
+#: The environment variable TensorFlow reads its C++ log level from.
+LOG_LEVEL = "TF_CPP_MIN_LOG_LEVEL"
+
+#: Errors only: TensorFlow's informational lines and warnings are hidden.
+QUIET_LOG_LEVEL = "2"
+
+#: The text a string input of the serving command is given.
+EXAMPLE_TEXT = "hello"
+
+
+def hold_back_tensorflow(verbose, environ=None):
+    """Whether TensorFlow's start-up is held back; if so, quiet its log.
+
+    Call before TensorFlow is imported: it reads its log level once.
+
+    Args:
+        verbose: `--verbose`: show everything.
+        environ: The environment; `os.environ` if None. Gains
+            `TF_CPP_MIN_LOG_LEVEL=2` when the start-up is held back.
+
+    Returns:
+        False when `verbose` or when `TF_CPP_MIN_LOG_LEVEL` is already set
+        (the user chose what TensorFlow shows); True otherwise.
+    """
+    environ = os.environ if environ is None else environ
+    if verbose or LOG_LEVEL in environ:
+        return False
+    environ[LOG_LEVEL] = QUIET_LOG_LEVEL
+    return True
+
+
+@contextlib.contextmanager
+def held_back_stderr(enabled):
+    """Inside the block, file descriptor 2 (C++ included) goes to a
+    temporary file, written out to the real stderr only if the block
+    raises; with `enabled` False the block runs untouched."""
+    if not enabled:
+        yield
+        return
+    sys.stderr.flush()
+    saved = os.dup(2)
+    held = tempfile.TemporaryFile()
+    os.dup2(held.fileno(), 2)
+    failed = True
+    try:
+        yield
+        failed = False
+    finally:
+        sys.stderr.flush()
+        os.dup2(saved, 2)
+        os.close(saved)
+        if failed:
+            held.seek(0)
+            os.write(2, held.read())
+        held.close()
+
+
+def start_tensorflow():
+    """Import TensorFlow and find the devices, so that what they print
+    happens now (a failed `cuInit` is printed when devices are first
+    listed). Listing physical devices leaves the runtime unconfigured, as
+    `MultiWorkerMirroredStrategy` needs it."""
+    import tensorflow as tf
+
+    tf.config.list_physical_devices()
+
+
+def headline_line(headline, report):
+    """`test_rmse 21.3 against the baseline's persistence_rmse 25.3 ...`."""
+    name, baseline, better = headline
+    verdict = (
+        "worse than the baseline"
+        if report.get("worse_than_baseline")
+        else "at least as good as the baseline"
+    )
+    return (
+        f"{name} {report[name]:.4g} against the baseline's {baseline} "
+        f"{report[baseline]:.4g} ({better} is better): {verdict}"
+    )
+
+
+def serving_command(saved_model):
+    """A shell command that serves one example with the SavedModel at
+    `saved_model`, needing TensorFlow only; its inputs are those of the
+    `serving_default` signature (text, or zeros of each input's shape with
+    1 for every unknown size)."""
+    import tensorflow as tf
+    from tensorflow.core.protobuf import saved_model_pb2
+
+    saved = saved_model_pb2.SavedModel()
+    saved.ParseFromString((saved_model / "saved_model.pb").read_bytes())
+    signature = saved.meta_graphs[0].signature_def["serving_default"]
+    arguments = []
+    for name, tensor in sorted(signature.inputs.items()):
+        dtype = tf.dtypes.as_dtype(tensor.dtype)
+        if dtype == tf.string:
+            value = f"tf.constant([{json.dumps(EXAMPLE_TEXT)}])"
+        else:
+            shape = [max(dimension.size, 1) for dimension in tensor.tensor_shape.dim]
+            value = f"tf.zeros({shape}, tf.{dtype.name})"
+        arguments.append(f"{name}={value}")
+    program = (
+        "import tensorflow as tf; "
+        f"serve = tf.saved_model.load({json.dumps(str(saved_model))})"
+        '.signatures["serving_default"]; '
+        f"print(serve({', '.join(arguments)}))"
+    )
+    return f"python -c {shlex.quote(program)}"
+
+
+def litert_command(model):
+    """A shell command that opens the LiteRT model at `model` with
+    `ai-edge-litert` alone and prints its signatures."""
+    program = (
+        "from ai_edge_litert.interpreter import Interpreter; "
+        f"print(Interpreter(model_path={json.dumps(str(model))}).get_signature_list())"
+    )
+    return f"python -c {shlex.quote(program)}"
+
+
+def summary(task, report, headline, directory):
+    """The lines a finished run ends with.
+
+    Args:
+        task: The task's name.
+        report: What `metrics.json` holds.
+        headline: The task's `HEADLINE_METRIC`, or None.
+        directory: The run directory (`--out`), a `pathlib.Path`.
+
+    Returns:
+        A list of lines: the headline beside its baseline, the outputs,
+        and a command per exported model.
+    """
+    lines = [f"kerasrnn-train {task}: done in {report['wall_time_s']:.1f} s"]
+    if headline is not None:
+        lines.append(f"  {headline_line(headline, report)}")
+    outputs = sorted(
+        name
+        for name in (layout.read_record(directory) or {}).get("outputs", [])
+        if isinstance(name, str) and (directory / name).exists()
+    )
+    shown = [name + ("/" if (directory / name).is_dir() else "") for name in outputs]
+    lines.append(f"  outputs in {directory}/: {', '.join(shown)}")
+    if "saved_model" in outputs:
+        lines.append(
+            "  serve the SavedModel (TensorFlow only): "
+            + serving_command(directory / "saved_model")
+        )
+    if "model.tflite" in outputs:
+        lines.append(
+            "  run the LiteRT model (ai-edge-litert only): "
+            + litert_command(directory / "model.tflite")
+        )
+    return lines
