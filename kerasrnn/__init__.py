@@ -32,6 +32,7 @@ from kerasrnn.params import LayerParams, ParamReport, explain_params, param_coun
 _NEEDS_TENSORFLOW = {
     "seq2seq": ("kerasrnn.seq2seq", None),
 }
+    "export_litert": ("kerasrnn.litert", "export_litert"),
 
 __all__ = [
     "DeepTransitionCell",
@@ -48,6 +49,7 @@ __all__ = [
     "bptt",
     "explain_params",
     "from_keras",
+    "export_litert",
     "gradient_flow",
     "jacobian_bound",
     "param_count",
