@@ -10,6 +10,7 @@ it, using one of them raises an `ImportError` that says so in one line.
 """
 
 import importlib
+from typing import Any
 
 from kerasrnn import bptt
 from kerasrnn.cells import (
@@ -31,8 +32,8 @@ from kerasrnn.params import LayerParams, ParamReport, explain_params, param_coun
 #: Public name -> (module, attribute of it, or None for the module itself).
 _NEEDS_TENSORFLOW = {
     "seq2seq": ("kerasrnn.seq2seq", None),
-}
     "export_litert": ("kerasrnn.litert", "export_litert"),
+}
 
 __all__ = [
     "DeepTransitionCell",
@@ -48,8 +49,8 @@ __all__ = [
     "TemporalSkipCell",
     "bptt",
     "explain_params",
-    "from_keras",
     "export_litert",
+    "from_keras",
     "gradient_flow",
     "jacobian_bound",
     "param_count",
@@ -59,7 +60,7 @@ __all__ = [
 ]
 
 
-def __getattr__(name):
+def __getattr__(name: str) -> Any:
     if name not in _NEEDS_TENSORFLOW:
         raise AttributeError(f"module 'kerasrnn' has no attribute {name!r}")
     module_name, attribute = _NEEDS_TENSORFLOW[name]
@@ -72,5 +73,5 @@ def __getattr__(name):
     return value
 
 
-def __dir__():
+def __dir__() -> list[str]:
     return sorted(set(globals()) | set(_NEEDS_TENSORFLOW))

@@ -9,6 +9,7 @@ in one line what needs it.
 """
 
 import importlib
+import types
 
 #: What works without TensorFlow, for the refusal's message.
 WITHOUT_TENSORFLOW = (
@@ -17,7 +18,7 @@ WITHOUT_TENSORFLOW = (
 )
 
 
-def import_tensorflow(feature):
+def import_tensorflow(feature: str) -> types.ModuleType:
     """Import and return the `tensorflow` module for `feature`.
 
     Args:
@@ -36,7 +37,7 @@ def import_tensorflow(feature):
         raise missing_tensorflow(feature, error) from None
 
 
-def missing_tensorflow(feature, error):
+def missing_tensorflow(feature: str, error: ImportError) -> ImportError:
     """The `ImportError` to raise when `feature` cannot import TensorFlow.
 
     Args:

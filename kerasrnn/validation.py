@@ -23,26 +23,35 @@ Traceback (most recent call last):
 ValueError: Argument `reset_after` must be a boolean (True or False). Received: reset_after='no'
 """
 
+from __future__ import annotations
+
 import math
 import numbers
+from collections.abc import Callable, Collection
+from typing import Any, TypeGuard, TypeVar
 
 import keras
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from kerasrnn.types import ActivationLike
+
+_Choice = TypeVar("_Choice")
 
 
-def _is_int(value):
+def _is_int(value: object) -> TypeGuard[int | np.integer]:
     return isinstance(value, (int, np.integer)) and not isinstance(
         value, (bool, np.bool_)
     )
 
 
-def _is_real(value):
+def _is_real(value: object) -> TypeGuard[numbers.Real]:
     return isinstance(value, numbers.Real) and not isinstance(
         value, (bool, np.bool_)
     )
 
 
-def check_int(name, value, minimum):
+def check_int(name: str, value: object, minimum: int) -> int:
     """Return `value` as an `int` if it is an integer ≥ `minimum`, else raise.
 
     Args:
@@ -61,7 +70,7 @@ def check_int(name, value, minimum):
     return int(value)
 
 
-def check_positive_int(name, value):
+def check_positive_int(name: str, value: object) -> int:
     """Return `value` as an `int` if it is an integer ≥ 1, else raise."""
     if not _is_int(value) or value <= 0:
         raise ValueError(
@@ -71,7 +80,7 @@ def check_positive_int(name, value):
     return int(value)
 
 
-def check_ids(name, ids, size):
+def check_ids(name: str, ids: ArrayLike, size: int) -> NDArray[np.int64]:
     """Return token ids as an int64 array if all lie in [0, `size`), else raise.
 
     A negative id would silently index from the end of a Python list and a
@@ -106,7 +115,9 @@ def check_ids(name, ids, size):
     return array.astype(np.int64)
 
 
-def check_positive_int_list(name, values, allow_empty=False):
+def check_positive_int_list(
+    name: str, values: object, allow_empty: bool = False
+) -> tuple[int, ...]:
     """Return `values` as a tuple of `int`s if all are positive, else raise.
 
     Args:
@@ -131,8 +142,13 @@ def check_positive_int_list(name, values, allow_empty=False):
 
 
 def check_number(
-    name, value, low=None, high=None, low_open=False, high_open=False
-):
+    name: str,
+    value: object,
+    low: float | None = None,
+    high: float | None = None,
+    low_open: bool = False,
+    high_open: bool = False,
+) -> float:
     """Return `value` as a finite `float` inside an interval, else raise.
 
     Args:
@@ -176,12 +192,12 @@ def check_number(
     )
 
 
-def check_rate(name, value):
+def check_rate(name: str, value: object) -> float:
     """Return a dropout rate as a `float` if it lies in [0, 1), else raise."""
     return check_number(name, value, low=0, high=1, high_open=True)
 
 
-def check_bool(name, value):
+def check_bool(name: str, value: object) -> bool:
     """Return `value` as a `bool` if it is `True`/`False`, else raise.
 
     Truthiness is not enough: `"no"` is truthy, and a silent `True` would be
@@ -195,7 +211,7 @@ def check_bool(name, value):
     return bool(value)
 
 
-def check_seed(name, value):
+def check_seed(name: str, value: object) -> int | None:
     """Return `None` or the seed as an `int`, else raise."""
     if value is None:
         return None
@@ -207,7 +223,7 @@ def check_seed(name, value):
     return int(value)
 
 
-def check_choice(name, value, choices):
+def check_choice(name: str, value: _Choice, choices: Collection[_Choice]) -> _Choice:
     """Return `value` if it is one of `choices`, else raise."""
     if value not in choices:
         raise ValueError(
@@ -217,7 +233,7 @@ def check_choice(name, value, choices):
     return value
 
 
-def check_activation(name, identifier):
+def check_activation(name: str, identifier: ActivationLike) -> Callable[..., Any]:
     """`keras.activations.get(identifier)`, with an error naming `name`."""
     try:
         return keras.activations.get(identifier)

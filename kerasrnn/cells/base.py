@@ -143,7 +143,7 @@ class RecurrentCell(keras.layers.Layer, DropoutRNNCell, metaclass=abc.ABCMeta):
         self.seed = check_seed("seed", seed)
         self.seed_generator = keras.random.SeedGenerator(seed=self.seed)
 
-        self.state_size = self.units
+        self.state_size: int | list[int] = self.units
         self.output_size = self.units
         self.input_dim: int | None = None
 
