@@ -181,7 +181,7 @@ def test_param_count_refuses_a_bad_input_dim(input_dim):
         kerasrnn.SkipStackedCells([kerasrnn.ElmanCell(2)]),
     ):
         refused(
-            lambda: kerasrnn.param_count(cell, input_dim),
+            lambda cell=cell: kerasrnn.param_count(cell, input_dim),
             "input_dim",
             repr(input_dim),
         )
