@@ -1,13 +1,289 @@
-"""The script that draws the README's WER-by-length plot."""
+"""The documentation: every Python block runs, every public name has an API
+entry, and the site builds with `mkdocs build --strict`.
 
+The convention for code blocks in `README.md` and `docs/**/*.md`:
+
+- every fenced block opened by exactly `` ```python `` runs, in the order of
+  the page, all blocks of a page in one namespace (a page reads as one
+  script), in a fresh namespace per page and in a temporary working
+  directory (a block may write files);
+- a block that is deliberately not runnable (it needs a trained run
+  directory, a cluster or the network) is preceded, on the line just above
+  its fence, by an HTML comment saying why, which the rendered page does not
+  show: `<!-- not-run: needs a finished g2p run -->`;
+- other fences (`bash`, `text`, `json`, …) are never run.
+
+A block that fails fails its page's test naming the file and the line of
+the block, with the traceback's lines in the page.
+"""
+
+import dataclasses
+import importlib
 import json
+import pathlib
+import re
 import runpy
+import subprocess
+import sys
+import traceback
 
+import keras
 import pytest
+import yaml
 
 from tests.pipelines.conftest import REPOSITORY
 
-SCRIPT = REPOSITORY / "docs" / "wer_by_length.py"
+DOCS = REPOSITORY / "docs"
+README = REPOSITORY / "README.md"
+
+FENCE = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>```+|~~~+)(?P<info>.*)$")
+NOT_RUN = re.compile(r"^\s*<!--\s*not-run:\s*\S.*-->\s*$")
+
+
+@dataclasses.dataclass(frozen=True)
+class Block:
+    """One fenced code block of a page."""
+
+    path: pathlib.Path
+    line: int  # 1-based line of the block's first line of code
+    language: str
+    source: str
+    not_run: bool
+
+    @property
+    def where(self):
+        path = self.path
+        if path.is_relative_to(REPOSITORY):
+            path = path.relative_to(REPOSITORY)
+        return f"{path}:{self.line}"
+
+
+def code_blocks(path):
+    """Every fenced block of the Markdown file `path`, in order."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    blocks = []
+    index = 0
+    while index < len(lines):
+        opening = FENCE.match(lines[index])
+        if not opening:
+            index += 1
+            continue
+        indent, fence = opening["indent"], opening["fence"]
+        language = opening["info"].strip().split(" ")[0] if opening["info"].strip() else ""
+        previous = next(
+            (lines[i] for i in range(index - 1, -1, -1) if lines[i].strip()), ""
+        )
+        body = []
+        index += 1
+        while index < len(lines) and lines[index].strip() != fence:
+            line = lines[index]
+            body.append(line[len(indent):] if line.startswith(indent) else line)
+            index += 1
+        start = index - len(body) + 1 if body else index + 1
+        blocks.append(
+            Block(path, start, language, "\n".join(body) + "\n", bool(NOT_RUN.match(previous)))
+        )
+        index += 1
+    return blocks
+
+
+def runnable_blocks(path):
+    return [
+        block
+        for block in code_blocks(path)
+        if block.language == "python" and not block.not_run
+    ]
+
+
+def run_page(path, directory, monkeypatch):
+    """Run the page's Python blocks in order in one fresh namespace, inside
+    `directory`; fail naming the file and line of the block that fails."""
+    monkeypatch.chdir(directory)
+    namespace = {"__name__": f"docs:{path.name}"}
+    try:
+        for block in runnable_blocks(path):
+            # Blank lines first, so that tracebacks give the page's own lines.
+            code = compile("\n" * (block.line - 1) + block.source, str(path), "exec")
+            try:
+                exec(code, namespace)
+            except Exception as error:
+                pytest.fail(
+                    f"{block.where}: the block failed with {type(error).__name__}: {error}\n"
+                    + "".join(traceback.format_exception(error)[-6:]),
+                    pytrace=False,
+                )
+    finally:
+        keras.backend.clear_session()
+
+
+def pages():
+    return [README, *sorted(DOCS.rglob("*.md"))]
+
+
+# Pages whose blocks train, decode or export a model: seconds each, so they
+# stay out of the quick developer loop.
+SLOW_PAGES = {"README.md", "index.md", "seq2seq.md", "deploy.md"}
+
+
+def page_params():
+    params = []
+    for path in pages():
+        if path.is_relative_to(DOCS / "notebooks") or not runnable_blocks(path):
+            continue
+        marks = [pytest.mark.slow] if path.name in SLOW_PAGES else []
+        params.append(pytest.param(path, id=str(path.relative_to(REPOSITORY)), marks=marks))
+    return params
+
+
+@pytest.mark.parametrize("path", page_params())
+def test_page_python_blocks_run(path, tmp_path, monkeypatch):
+    run_page(path, tmp_path, monkeypatch)
+
+
+def test_blocks_are_found_with_their_lines(tmp_path):
+    page = tmp_path / "page.md"
+    page.write_text(
+        "# Title\n"
+        "```python\n"
+        "x = 1\n"
+        "```\n"
+        "\n"
+        "<!-- not-run: needs a cluster -->\n"
+        "```python\n"
+        "cluster()\n"
+        "```\n"
+        "```bash\n"
+        "ls\n"
+        "```\n"
+        "- a list item\n"
+        "\n"
+        "    ```python\n"
+        "    y = x + 1\n"
+        "    ```\n"
+    )
+    blocks = code_blocks(page)
+    assert [(b.line, b.language, b.source, b.not_run) for b in blocks] == [
+        (3, "python", "x = 1\n", False),
+        (8, "python", "cluster()\n", True),
+        (11, "bash", "ls\n", False),
+        (16, "python", "y = x + 1\n", False),
+    ]
+    assert [b.line for b in runnable_blocks(page)] == [3, 16]
+
+
+def test_a_failing_block_names_its_file_and_line(tmp_path, monkeypatch):
+    page = tmp_path / "page.md"
+    page.write_text(
+        "```python\nx = 1\n```\n\ntext\n\n```python\ny = x\nraise ValueError('no')\n```\n"
+    )
+    with pytest.raises(pytest.fail.Exception) as failure:
+        run_page(page, tmp_path, monkeypatch)
+    message = str(failure.value)
+    assert f"{page}:8: the block failed with ValueError: no" in message
+    assert f'File "{page}", line 9' in message
+
+
+def test_not_run_blocks_say_why():
+    """A not-run marker needs a reason, and only sits above a Python block."""
+    for path in pages():
+        lines = path.read_text(encoding="utf-8").splitlines()
+        for number, line in enumerate(lines, start=1):
+            if "not-run" in line:
+                assert NOT_RUN.match(line), f"{path}:{number}: write <!-- not-run: reason -->"
+                following = next((x for x in lines[number:] if x.strip()), "")
+                assert following.strip() == "```python", (
+                    f"{path}:{number}: a not-run marker must sit just above a ```python block"
+                )
+
+
+# ---------------------------------------------------------------- API pages
+
+API_MODULES = ("kerasrnn", "kerasrnn.seq2seq")
+
+
+def api_directives():
+    """The objects the API pages document (`::: path` lines)."""
+    directives = set()
+    for page in (DOCS / "api").glob("*.md"):
+        for line in page.read_text(encoding="utf-8").splitlines():
+            if line.startswith("::: "):
+                directives.add(line[4:].strip())
+    return directives
+
+
+@pytest.mark.parametrize("module_name", API_MODULES)
+def test_every_public_name_has_an_api_entry(module_name):
+    """Each name in `__all__` is documented on an API page: as
+    `module.name`, or from the module that defines it (a name the package
+    loads lazily)."""
+    module = importlib.import_module(module_name)
+    directives = api_directives()
+    missing = [
+        name
+        for name in module.__all__
+        if f"{module_name}.{name}" not in directives
+        and not any(
+            d.startswith(module_name + ".") and d.endswith("." + name) for d in directives
+        )
+    ]
+    assert not missing, f"docs/api has no ::: entry for {module_name}.{missing}"
+
+
+def test_api_entries_name_objects_that_exist():
+    """(The pipelines' entries are checked by the site's build, which
+    resolves every entry.)"""
+    for directive in sorted(d for d in api_directives() if d.startswith(API_MODULES[0] + ".")):
+        module_name, _, attribute = directive.rpartition(".")
+        try:
+            module = importlib.import_module(directive)
+        except ImportError:
+            module = importlib.import_module(module_name)
+            assert hasattr(module, attribute), f"docs/api: {directive} does not exist"
+
+
+# ---------------------------------------------------------------- the site
+
+
+def nav_files(entries):
+    for entry in entries:
+        value = next(iter(entry.values())) if isinstance(entry, dict) else entry
+        if isinstance(value, list):
+            yield from nav_files(value)
+        else:
+            yield value
+
+
+def test_every_page_and_notebook_is_in_the_navigation():
+    config = yaml.safe_load((REPOSITORY / "mkdocs.yml").read_text(encoding="utf-8"))
+    nav = list(nav_files(config["nav"]))
+    pages_on_disk = {
+        str(path.relative_to(DOCS)) for path in DOCS.rglob("*.md")
+    } | {f"notebooks/{path.name}" for path in (REPOSITORY / "notebooks").glob("*.ipynb")}
+    assert sorted(nav) == sorted(pages_on_disk)
+
+
+@pytest.mark.slow
+def test_site_builds_strictly(tmp_path):
+    """`mkdocs build --strict`: a broken link, a missing page, an API entry
+    that does not resolve or a docstring the reference cannot parse fails."""
+    completed = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path / "site")],
+        capture_output=True,
+        text=True,
+        cwd=REPOSITORY,
+        timeout=600,
+    )
+    problems = [
+        line for line in completed.stderr.splitlines() if line.startswith(("WARNING", "ERROR"))
+    ]
+    assert completed.returncode == 0, "\n".join(problems) or completed.stderr[-3000:]
+    assert (tmp_path / "site" / "api" / "kerasrnn" / "index.html").exists()
+    assert (tmp_path / "site" / "notebooks" / "08_attention" / "index.html").exists()
+
+
+# ------------------------------------------------- the results page's plot
+
+SCRIPT = DOCS / "wer_by_length.py"
 
 
 def test_bars_are_the_runs_wer_by_length_in_percent(tmp_path):
