@@ -36,7 +36,7 @@ def run_checker(*command):
 
 
 def test_ruff_finds_nothing_in_the_repository():
-    run_checker("ruff", "check", ".")
+    run_checker("ruff", "check", "--output-format", "concise", ".")
 
 
 @pytest.mark.slow
