@@ -81,7 +81,7 @@ def test_breakdown_reads_like_the_lecture_notes():
     assert "(N_in + 1)×N_out = 101" in text
 
 
-# (cell, d, closed form written out from the issue's formulas)
+# (cell, d, closed form written out by hand from the lecture notes' formulas)
 FORMULAS = [
     (lambda: kerasrnn.ElmanCell(7), 3, 7 * (3 + 7 + 1)),
     (lambda: kerasrnn.ElmanCell(7, use_bias=False), 3, 7 * (3 + 7)),

@@ -16,8 +16,8 @@ from kerasrnn_pipelines.tasks.options.forecast import ForecastConfig
 from kerasrnn_pipelines.tasks.options.g2p import G2PConfig
 from tests.pipelines.conftest import REPOSITORY, subprocess_env
 
-# Every option issue 4 names for the command line.
-ISSUE_OPTIONS = (
+# The options every task's command line has.
+SHARED_OPTIONS = (
     "--cell",
     "--units",
     "--layers",
@@ -69,7 +69,7 @@ def test_python_dash_m_help_documents_every_option():
         timeout=120,
     )
     assert completed.returncode == 0
-    for option in (*ISSUE_OPTIONS, "--cell-dropout", "--restart", "--overwrite"):
+    for option in (*SHARED_OPTIONS, "--cell-dropout", "--restart", "--overwrite"):
         assert option in completed.stdout
     for task in TASKS:
         assert f"{task}: " in completed.stdout
