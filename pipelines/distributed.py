@@ -27,6 +27,8 @@ import os
 import keras
 import tensorflow as tf
 
+from kerasrnn_pipelines.options import TF_CONFIG, read_tf_config
+
 
 def make_strategy(name):
     """The `tf.distribute.Strategy` that `--strategy name` asks for.
@@ -35,7 +37,8 @@ def make_strategy(name):
         name: `"default"`, `"mirrored"` or `"multiworker"`.
 
     Raises:
-        ValueError: an unknown name, or `"multiworker"` without `TF_CONFIG`.
+        ValueError: an unknown name, or `"multiworker"` without a readable
+            `TF_CONFIG` (`kerasrnn_pipelines.options.ConfigError`).
     """
     if name == "default":
         return tf.distribute.get_strategy()
@@ -45,12 +48,7 @@ def make_strategy(name):
         cpus = [device.name for device in tf.config.list_logical_devices("CPU")]
         return tf.distribute.MirroredStrategy(devices=cpus)
     if name == "multiworker":
-        if "TF_CONFIG" not in os.environ:
-            raise ValueError(
-                "Argument `strategy` is 'multiworker', which reads the cluster "
-                "from the TF_CONFIG environment variable, and TF_CONFIG is "
-                "not set. See `kerasrnn_pipelines.distributed` for an example."
-            )
+        read_tf_config(os.environ.get(TF_CONFIG))
         return tf.distribute.MultiWorkerMirroredStrategy()
     raise ValueError(
         "Argument `strategy` must be one of 'default', 'mirrored', "

@@ -23,7 +23,7 @@ import math
 import os
 import pathlib
 import tempfile
-from typing import Any, Callable, ClassVar, Optional
+from typing import Any, Callable, ClassVar, NamedTuple, Optional
 
 #: `--cell` name -> the kerasrnn cell class it builds.
 CELLS = {
@@ -38,6 +38,9 @@ STRATEGIES = ("default", "mirrored", "multiworker")
 
 #: `--seed` seeds NumPy, whose seeds are unsigned 32-bit integers.
 SEED_LIMIT = 2**32
+
+#: The environment variable `--strategy multiworker` reads its cluster from.
+TF_CONFIG = "TF_CONFIG"
 
 
 class ConfigError(ValueError):
@@ -339,7 +342,7 @@ class RunConfig:
         environ = os.environ if environ is None else environ
         check_output_directory(self.out)
         if self.strategy == "multiworker":
-            check_tf_config(environ.get("TF_CONFIG"))
+            read_tf_config(environ.get(TF_CONFIG))
 
 
 def check_output_directory(out):
@@ -373,24 +376,54 @@ def check_output_directory(out):
         ) from None
 
 
-def check_tf_config(value):
-    """Refuse a missing or unreadable `TF_CONFIG` for `--strategy multiworker`."""
+class ClusterTask(NamedTuple):
+    """This process's place in a multi-worker cluster, from `TF_CONFIG`.
+
+    Attributes:
+        cluster: Role -> addresses, e.g. `{"worker": ["host0:1", "host1:1"]}`.
+        kind: This process's role (`"worker"`, `"chief"`, ...).
+        index: Its index among the processes of that role.
+    """
+
+    cluster: dict
+    kind: str
+    index: int
+
+
+def read_tf_config(value):
+    """Read `TF_CONFIG` as `tf.distribute.MultiWorkerMirroredStrategy` does.
+
+    Args:
+        value: The variable's text, or None when it is not set.
+
+    Returns:
+        A `ClusterTask`; the index defaults to 0, as TensorFlow's does.
+
+    Raises:
+        ConfigError: `value` is None, or not a JSON object with a
+            `"cluster"` object and a `"task"` with a `"type"` (and an
+            integer `"index"`).
+    """
     if value is None:
         raise ConfigError(
             "argument --strategy: 'multiworker' reads its cluster from the "
-            "TF_CONFIG environment variable, which is not set; set TF_CONFIG "
+            "environment variable TF_CONFIG, and TF_CONFIG is not set; set it "
             "(python -m pydoc kerasrnn_pipelines.distributed shows an example) "
             "or choose default or mirrored"
         )
     try:
-        cluster = json.loads(value)
-    except ValueError:
-        cluster = None
-    if not isinstance(cluster, dict) or not isinstance(cluster.get("cluster"), dict):
+        parsed = json.loads(value)
+        cluster, task = parsed["cluster"], parsed["task"]
+        place = ClusterTask(cluster, task["type"], int(task.get("index", 0)))
+    except (ValueError, TypeError, KeyError, AttributeError):
+        place = None
+    if place is None or not isinstance(place.cluster, dict) or not isinstance(place.kind, str):
         raise ConfigError(
             "argument --strategy: 'multiworker' needs TF_CONFIG to be a JSON "
-            f"object with a \"cluster\"; received TF_CONFIG={value!r}"
+            'object with a "cluster" and this process\'s "task" (its "type" '
+            f'and "index"); received TF_CONFIG={value!r}'
         )
+    return place
 
 
 @dataclasses.dataclass(frozen=True)

@@ -41,6 +41,7 @@ import time
 
 from kerasrnn_pipelines import durable
 from kerasrnn_pipelines.faults import RunFailed
+from kerasrnn_pipelines.options import TF_CONFIG, ConfigError, flag, read_tf_config
 
 __all__ = [
     "OutputInTheWay",
@@ -74,11 +75,6 @@ class OutputInTheWay(RunFailed):
     run wrote; nothing was replaced, and the outputs wait staged."""
 
 
-def option(name):
-    """The command-line spelling of a configuration field."""
-    return "--" + name.replace("_", "-")
-
-
 def normalised(fingerprint):
     """`fingerprint` as it reads back from JSON (tuples become lists)."""
     return json.loads(json.dumps(fingerprint, sort_keys=True))
@@ -91,7 +87,7 @@ def differences(recorded, wanted):
         there = json.dumps(recorded[name]) if name in recorded else "unset"
         now = json.dumps(wanted[name]) if name in wanted else "unset"
         if there != now:
-            changes.append(f"{option(name)} {there} there, {now} now")
+            changes.append(f"{flag(name)} {there} there, {now} now")
     return "; ".join(changes)
 
 
@@ -105,18 +101,12 @@ def is_chief_process(strategy):
     if strategy != "multiworker":
         return True
     try:
-        tf_config = json.loads(os.environ.get("TF_CONFIG", ""))
-        task = tf_config["task"]
-        cluster = tf_config["cluster"]
-        kind, index = task["type"], int(task.get("index", 0))
-    except (ValueError, TypeError, KeyError) as error:
-        raise RunDirectoryError(
-            "--strategy multiworker needs TF_CONFIG set to JSON with "
-            f"'cluster' and 'task' (type and index); it is not ({error!r})"
-        ) from None
-    if "chief" in cluster:
-        return kind == "chief"
-    return kind == "worker" and index == 0
+        place = read_tf_config(os.environ.get(TF_CONFIG))
+    except ConfigError as error:
+        raise RunDirectoryError(str(error)) from None
+    if "chief" in place.cluster:
+        return place.kind == "chief"
+    return place.kind == "worker" and place.index == 0
 
 
 def is_entry_name(name):

@@ -21,6 +21,8 @@ import numpy as np
 import pytest
 
 from kerasrnn_pipelines.distributed import make_strategy
+from kerasrnn_pipelines.options import ConfigError, read_tf_config
+from kerasrnn_pipelines.run_directory import RunDirectoryError, is_chief_process
 from tests.pipelines.conftest import REPOSITORY, read_metrics, subprocess_env
 
 # 216 training windows (1705-1920) in 9 batches of 24: 12 per replica. The
@@ -198,6 +200,61 @@ def test_two_workers_on_localhost_match_one_device_and_each_other(
         np.testing.assert_array_equal(a, b)
     with open(out / "history.csv") as handle:
         assert [line.split(",")[0] for line in handle][1:] == ["1", "2"]
+
+
+WORKERS = {"worker": ["host0:1", "host1:1"]}
+
+
+@pytest.mark.parametrize(
+    "tf_config, place, chief",
+    [
+        ({"cluster": WORKERS, "task": {"type": "worker", "index": 0}}, ("worker", 0), True),
+        ({"cluster": WORKERS, "task": {"type": "worker", "index": 1}}, ("worker", 1), False),
+        # TensorFlow's default index is 0; a cluster with a chief makes it the
+        # chief, and worker 0 then one of the others.
+        ({"cluster": {"chief": ["host0:1"], **WORKERS}, "task": {"type": "chief"}},
+         ("chief", 0), True),
+        ({"cluster": {"chief": ["host0:1"], **WORKERS}, "task": {"type": "worker"}},
+         ("worker", 0), False),
+    ],
+)
+def test_tf_config_names_this_process_and_whether_it_writes(monkeypatch, tf_config, place, chief):
+    value = json.dumps(tf_config)
+    read = read_tf_config(value)
+    assert (read.kind, read.index) == place and read.cluster == tf_config["cluster"]
+    monkeypatch.setenv("TF_CONFIG", value)
+    assert is_chief_process("multiworker") is chief
+    assert is_chief_process("default") is True
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "workers",
+        "[1, 2]",
+        json.dumps({"cluster": WORKERS}),
+        json.dumps({"task": {"type": "worker", "index": 0}}),
+        json.dumps({"cluster": ["host0:1"], "task": {"type": "worker"}}),
+        json.dumps({"cluster": WORKERS, "task": {"type": "worker", "index": "first"}}),
+        json.dumps({"cluster": WORKERS, "task": {"index": 0}}),
+    ],
+)
+def test_an_unreadable_tf_config_is_refused_in_one_line_everywhere(monkeypatch, value):
+    message = (
+        "argument --strategy: 'multiworker' needs TF_CONFIG to be a JSON object "
+        "with a \"cluster\" and this process's \"task\" (its \"type\" and \"index\"); "
+        f"received TF_CONFIG={value!r}"
+    )
+    with pytest.raises(ConfigError) as error:
+        read_tf_config(value)
+    assert str(error.value) == message
+    monkeypatch.setenv("TF_CONFIG", value)
+    with pytest.raises(RunDirectoryError) as error:
+        is_chief_process("multiworker")
+    assert str(error.value) == message
+    with pytest.raises(ValueError) as error:
+        make_strategy("multiworker")
+    assert str(error.value) == message
 
 
 def test_multiworker_without_tf_config_is_refused(monkeypatch):
