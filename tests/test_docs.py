@@ -122,7 +122,7 @@ def pages():
 
 # Pages whose blocks train, decode or export a model: seconds each, so they
 # stay out of the quick developer loop.
-SLOW_PAGES = {"README.md", "index.md", "seq2seq.md", "deploy.md"}
+SLOW_PAGES = {"README.md", "index.md", "seq2seq.md", "deploy.md", "bptt.md"}
 
 
 def page_params():
