@@ -23,7 +23,8 @@ import math
 import os
 import pathlib
 import tempfile
-from typing import Any, Callable, ClassVar, NamedTuple, Optional
+from collections.abc import Callable
+from typing import Any, ClassVar, NamedTuple
 
 #: `--cell` name -> the kerasrnn cell class it builds.
 CELLS = {
@@ -73,7 +74,7 @@ class OptionType:
     convert: Callable[[str], Any]
     accepts: Callable[[Any], bool]
     kinds: tuple
-    choices: Optional[tuple] = None
+    choices: tuple | None = None
 
     def __call__(self, text):
         try:
@@ -204,13 +205,13 @@ class RunConfig:
         32, positive_int, "global batch size (split across replicas)"
     )
     learning_rate: float = option(1e-3, positive_float, "Adam learning rate")
-    clipnorm: Optional[float] = option(
+    clipnorm: float | None = option(
         None,
         positive_float,
         "clip each gradient to this L2 norm (eq:rnn-clip); no clipping if unset",
         unset=True,
     )
-    ema_momentum: Optional[float] = option(
+    ema_momentum: float | None = option(
         None,
         momentum,
         "keep an exponential moving average of the weights with this "
@@ -231,7 +232,7 @@ class RunConfig:
     data: str = option(
         "embedded", text, "where the data come from: one of the sources listed below"
     )
-    out: Optional[str] = option(
+    out: str | None = option(
         None,
         text,
         "output directory; rerunning the same command resumes an "
@@ -252,7 +253,7 @@ class RunConfig:
         "a tiny run (small model, little data, one or two epochs)",
         training=False,
     )
-    preset: Optional[str] = option(
+    preset: str | None = option(
         None, text, "named configuration of this task", unset=True, training=False
     )
     verbose: bool = option(
