@@ -22,24 +22,7 @@ import math
 import keras
 from keras import ops
 
-
-def check_number(name, value, low, high, low_open=False, high_open=False):
-    """Return float(value) if it lies in the interval, else raise."""
-    bad_type = isinstance(value, bool) or not isinstance(value, (int, float))
-    if not bad_type:
-        value = float(value)
-        above = value > low if low_open else value >= low
-        below = value < high if high_open else value <= high
-        if above and below and math.isfinite(value):
-            return value
-    interval = (
-        ("(" if low_open else "[") + f"{low}, {high}"
-        + (")" if high_open else "]")
-    )
-    raise ValueError(
-        f"Argument `{name}` must be a number in {interval}. "
-        f"Received: {name}={value!r}"
-    )
+from kerasrnn.validation import check_number
 
 
 class SamplingSchedule(abc.ABC):
@@ -77,11 +60,10 @@ class LinearSamplingSchedule(SamplingSchedule):
 
     def __init__(self, decay_steps, minimum=0.0):
         self.decay_steps = check_number(
-            "decay_steps", decay_steps, 0, math.inf, low_open=True,
-            high_open=True,
+            "decay_steps", decay_steps, low=0, low_open=True
         )
         self.minimum = check_number(
-            "minimum", minimum, 0.0, 1.0, high_open=True
+            "minimum", minimum, low=0.0, high=1.0, high_open=True
         )
 
     def epsilon(self, step):
@@ -101,7 +83,9 @@ class ExponentialSamplingSchedule(SamplingSchedule):
     """
 
     def __init__(self, k):
-        self.k = check_number("k", k, 0.0, 1.0, low_open=True, high_open=True)
+        self.k = check_number(
+            "k", k, low=0.0, high=1.0, low_open=True, high_open=True
+        )
 
     def epsilon(self, step):
         return ops.exp(step * math.log(self.k))
@@ -120,7 +104,7 @@ class InverseSigmoidSamplingSchedule(SamplingSchedule):
     """
 
     def __init__(self, k):
-        self.k = check_number("k", k, 1.0, math.inf, high_open=True)
+        self.k = check_number("k", k, low=1.0)
 
     def epsilon(self, step):
         # k / (k + e^{i/k}) = σ(ln k − i/k): no overflow for large i.

@@ -73,3 +73,10 @@ def test_the_base_schedule_is_abstract():
 
     with pytest.raises(TypeError, match="abstract"):
         SamplingSchedule()
+
+
+def test_numpy_scalars_are_numbers():
+    schedule = seq2seq.LinearSamplingSchedule(np.int64(7), minimum=np.float32(0.1))
+    assert schedule.get_config() == {"decay_steps": 7.0, "minimum": 0.1}
+    assert seq2seq.ExponentialSamplingSchedule(np.float32(0.9)).k == 0.9
+    assert seq2seq.InverseSigmoidSamplingSchedule(np.int32(3)).k == 3.0
