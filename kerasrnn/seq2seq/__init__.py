@@ -11,8 +11,9 @@
   `target_order="right_to_left"` read the target backwards and rescore beam
   search's hypotheses (`kerasrnn.seq2seq.target_order`).
 - `greedy_decode`, `sample_decode`, `beam_search_decode`: compiled decoders,
-  each returning a `DecodeResult`; `DecoderStep`, what one decoder step
-  (`decode_step`) of a model returns.
+  each returning a `DecodeResult`; they decode any `DecodableModel` (the
+  protocol `Seq2Seq` and `Seq2SeqEnsemble` implement), whose `decode_step`
+  returns a `DecoderStep`.
 - `Vocabulary` and the reserved ids `PAD_ID`, `START_ID`, `END_ID`,
   `UNKNOWN_ID`.
 - `export_serving`, `StringSeq2Seq`: a string-in, string-out SavedModel.
@@ -39,14 +40,9 @@ from kerasrnn.seq2seq.decoding import (
     sample_decode,
 )
 from kerasrnn.seq2seq.ensemble import Seq2SeqEnsemble
-from kerasrnn.seq2seq.model import (
-    CONTEXTS,
-    Seq2Seq,
-    SequenceCrossEntropy,
-    next_token_log_probs,
-    teacher_forcing_pair,
-)
-from kerasrnn.seq2seq.protocol import DecoderStep
+from kerasrnn.seq2seq.loss import SequenceCrossEntropy, next_token_log_probs
+from kerasrnn.seq2seq.model import CONTEXTS, Seq2Seq
+from kerasrnn.seq2seq.protocol import DecodableModel, DecoderStep
 from kerasrnn.seq2seq.schedules import (
     ExponentialSamplingSchedule,
     InverseSigmoidSamplingSchedule,
@@ -54,6 +50,7 @@ from kerasrnn.seq2seq.schedules import (
     SamplingSchedule,
 )
 from kerasrnn.seq2seq.serving import StringSeq2Seq, export_serving
+from kerasrnn.seq2seq.teacher_forcing import teacher_forcing_pair
 from kerasrnn.seq2seq.vocabulary import (
     END_ID,
     PAD_ID,
@@ -66,6 +63,7 @@ __all__ = [
     "ATTENTIONS",
     "BahdanauAttention",
     "CONTEXTS",
+    "DecodableModel",
     "DecodeResult",
     "DecoderStep",
     "LuongAttention",

@@ -1,6 +1,6 @@
-"""Decoding a `Seq2Seq` model (or a `Seq2SeqEnsemble`, which decodes with
-the mean of its members' next-token distributions): greedy, temperature
-sampling and beam search.
+"""Decoding a `DecodableModel` — a `Seq2Seq`, or a `Seq2SeqEnsemble`, which
+decodes with the mean of its members' next-token distributions: greedy,
+temperature sampling and beam search.
 
 Each decoder checks its arguments in Python, then runs one `tf.function`
 built from a `tf.while_loop` over fixed-size tensors — no Python work per
@@ -39,8 +39,8 @@ from typing import NamedTuple
 import numpy as np
 import tensorflow as tf
 
-from kerasrnn.seq2seq.ensemble import Seq2SeqEnsemble
-from kerasrnn.seq2seq.model import FORBIDDEN_LOG_PROB, Seq2Seq, next_token_log_probs
+from kerasrnn.seq2seq.loss import FORBIDDEN_LOG_PROB, next_token_log_probs
+from kerasrnn.seq2seq.protocol import DecodableModel
 from kerasrnn.seq2seq.target_order import answers_left_to_right
 from kerasrnn.seq2seq.vocabulary import END_ID, PAD_ID, START_ID
 from kerasrnn.validation import (
@@ -50,10 +50,6 @@ from kerasrnn.validation import (
     check_number,
     check_positive_int,
 )
-
-
-#: The models the decoders and `export_serving` take.
-DECODABLE_MODELS = (Seq2Seq, Seq2SeqEnsemble)
 
 
 class DecodeResult(NamedTuple):
@@ -83,7 +79,7 @@ def check_decoder_arguments(model, source_ids, return_alignments):
     """Refuse what the model cannot decode, before any TensorFlow op runs.
 
     Args:
-        model: Must be a `Seq2Seq` or a `Seq2SeqEnsemble`.
+        model: Must be a `DecodableModel` (a `Seq2Seq`, a `Seq2SeqEnsemble`).
         source_ids: `(batch, S)` integer ids in [0, source vocabulary), S ≥ 1.
             A tensor inside a `tf.function` is checked for rank and dtype
             only: its values are not known before it runs.
@@ -94,10 +90,11 @@ def check_decoder_arguments(model, source_ids, return_alignments):
     """
     check_decodable(model)
     return_alignments = check_bool("return_alignments", return_alignments)
-    if return_alignments and model.attention is None:
+    if return_alignments and not model.has_attention:
         raise ValueError(
-            "Argument `return_alignments=True` needs a model with attention. "
-            f"Received: return_alignments=True for a model with attention={model.attention_kind!r}"
+            "Argument `return_alignments=True` needs a model with attention "
+            "(for an ensemble: every decoding member attends). Received: "
+            "return_alignments=True for a model whose has_attention is False"
         )
     if tf.is_tensor(source_ids) and tf.is_symbolic_tensor(source_ids):
         if not (source_ids.dtype.is_integer):
@@ -122,11 +119,13 @@ def check_decoder_arguments(model, source_ids, return_alignments):
 
 
 def check_decodable(model):
-    """Refuse a `model` that is neither a `Seq2Seq` nor a `Seq2SeqEnsemble`."""
-    if not isinstance(model, DECODABLE_MODELS):
+    """Refuse a `model` that is not a `DecodableModel` (a `Seq2Seq`, a
+    `Seq2SeqEnsemble`, or another object with the protocol's members)."""
+    if not isinstance(model, DecodableModel):
         raise ValueError(
             "Argument `model` must be a kerasrnn.seq2seq.Seq2Seq or "
-            f"Seq2SeqEnsemble. Received: model={model!r}"
+            "Seq2SeqEnsemble (a kerasrnn.seq2seq.DecodableModel). "
+            f"Received: model={model!r}"
         )
 
 
@@ -238,7 +237,7 @@ def greedy_decode(model, source_ids, max_length, return_alignments=False):
     """y_t = argmax_y p(y | y_<t, c) at every step.
 
     Args:
-        model: A `Seq2Seq` or `Seq2SeqEnsemble`.
+        model: A `DecodableModel`: a `Seq2Seq` or `Seq2SeqEnsemble`.
         source_ids: `(batch, S)` int ids, right-padded with 0.
         max_length: Positive int, the most tokens emitted per example.
         return_alignments: Also return α (attention models only).
@@ -285,7 +284,7 @@ def sample_decode(
     `seed` and inputs give the same samples, with or without XLA.
 
     Args:
-        model: A `Seq2Seq` or `Seq2SeqEnsemble`.
+        model: A `DecodableModel`: a `Seq2Seq` or `Seq2SeqEnsemble`.
         source_ids: `(batch, S)` int ids, right-padded with 0.
         max_length: Positive int, the most tokens emitted per example.
         temperature: Positive float; < 1 sharpens, > 1 flattens.
@@ -427,20 +426,17 @@ def compiled_beam_search(model, source_ids, width, max_length, alpha, return_ali
             batch_dims=2,
         )
         alignments = tf.transpose(alignments, [1, 2, 0, 3])
-    if isinstance(model, Seq2SeqEnsemble) and model.rescorers():
-        rescored = model.rescorer_log_probs(
-            tf.repeat(source_ids, width, axis=0),
-            tf.reshape(sequences, [batch * width, max_length]),
-        )
-        scores += model.rescoring_weight * tf.reshape(rescored, [batch, width])
-        # Forbidden hypotheses (at −1e9) stay last: rescoring adds a finite amount.
-        order = tf.argsort(scores, axis=1, direction="DESCENDING", stable=True)
-        sequences, log_probs, scores = (
-            tf.gather(value, order, batch_dims=1)
-            for value in (sequences, log_probs, scores)
-        )
-        if return_alignments:
-            alignments = tf.gather(alignments, order, batch_dims=1)
+    scores = model.rescore(source_ids, sequences, scores)
+    # Rescoring may change the ranking; a stable sort leaves an unchanged one
+    # as it is. Forbidden hypotheses (at −1e9) stay last: rescoring adds a
+    # finite amount.
+    order = tf.argsort(scores, axis=1, direction="DESCENDING", stable=True)
+    sequences, log_probs, scores = (
+        tf.gather(value, order, batch_dims=1)
+        for value in (sequences, log_probs, scores)
+    )
+    if return_alignments:
+        alignments = tf.gather(alignments, order, batch_dims=1)
     sequences, alignments = read_left_to_right(model, sequences, alignments)
     return DecodeResult(sequences, log_probs, scores, alignments)
 
@@ -460,7 +456,7 @@ def beam_search_decode(
     included — are reordered with the hypotheses at every step.
 
     Args:
-        model: A `Seq2Seq` or `Seq2SeqEnsemble`.
+        model: A `DecodableModel`: a `Seq2Seq` or `Seq2SeqEnsemble`.
         source_ids: `(batch, S)` int ids, right-padded with 0.
         beam_width: Positive int, B.
         max_length: Positive int, the most tokens per hypothesis.

@@ -38,9 +38,11 @@ ensemble of right-to-left members only decodes right to left.
 import math
 
 import keras
+import tensorflow as tf
 from keras import ops
 
-from kerasrnn.seq2seq.model import Seq2Seq, next_token_log_probs
+from kerasrnn.seq2seq.loss import next_token_log_probs
+from kerasrnn.seq2seq.model import Seq2Seq
 from kerasrnn.seq2seq.protocol import DecoderStep
 from kerasrnn.seq2seq.target_order import teacher_forcing_of
 from kerasrnn.seq2seq.vocabulary import PAD_ID
@@ -135,27 +137,35 @@ class Seq2SeqEnsemble(keras.Model):
         return [member for member in self.members if member.reads_right_to_left]
 
     @property
-    def attention(self):
+    def attention(self) -> tuple[keras.layers.Layer, ...]:
         """The decoding members' attention layers when every one attends,
-        else None (the decoders then refuse `return_alignments`)."""
-        layers = tuple(member.attention for member in self.decoding_members())
-        return None if any(layer is None for layer in layers) else layers
+        else empty.
+
+        Kept under this name because Keras files an ensemble's weights by
+        attribute name, in name order: the `.keras` files of an ensemble
+        whose members all attend hold their attention weights here. Ask
+        `has_attention` whether the ensemble attends.
+        """
+        if not self.has_attention:
+            return ()
+        return tuple(member.attention for member in self.decoding_members())
 
     @property
-    def reads_right_to_left(self):
+    def has_attention(self) -> bool:
+        """Whether every decoding member attends (each step's α_t is then
+        their mean; otherwise the decoders refuse `return_alignments`)."""
+        return all(member.has_attention for member in self.decoding_members())
+
+    @property
+    def reads_right_to_left(self) -> bool:
         """Whether the decoding members read the target backwards."""
         return self.decoding_members()[0].reads_right_to_left
 
-    @staticmethod
-    def state_count(member):
-        """How many state tensors `member.encode` returns."""
-        return len(member.state_sizes) + int(member.feeds_attentional_vector)
-
-    def split_states(self, states):
+    def _split_states(self, states):
         """The flat state list of `encode` -> one list per decoding member."""
         pieces, start = [], 0
         for member in self.decoding_members():
-            count = self.state_count(member)
+            count = len(member.decoder_state_sizes)
             pieces.append(list(states[start : start + count]))
             start += count
         return pieces
@@ -210,7 +220,7 @@ class Seq2SeqEnsemble(keras.Model):
         """
         log_probs, new_states, alignments = [], [], []
         for member, member_states, member_context in zip(
-            self.decoding_members(), self.split_states(states), context["members"]
+            self.decoding_members(), self._split_states(states), context["members"]
         ):
             step = member.decode_step(
                 tokens, member_states, member_context, training=training,
@@ -223,14 +233,14 @@ class Seq2SeqEnsemble(keras.Model):
             alignments.append(step.alignment)
         mixed = ops.logsumexp(ops.stack(log_probs), axis=0) - math.log(len(log_probs))
         alignment = None
-        if self.attention is not None:
+        if self.has_attention:
             alignment = ops.mean(ops.stack(alignments), axis=0)
         return DecoderStep(mixed, new_states, alignment)
 
     def attention_weights(self, inputs):
         """The decoding members' mean α of a teacher-forced batch: `(B, T,
         S)`, see `Seq2Seq.attention_weights` (each member checks the inputs)."""
-        if self.attention is None:
+        if not self.has_attention:
             raise ValueError(
                 "attention_weights needs every decoding member to attend. "
                 "Received: members with attention="
@@ -243,7 +253,32 @@ class Seq2SeqEnsemble(keras.Model):
             axis=0,
         )
 
-    def rescorer_log_probs(self, source_ids, sequences):
+    def rescore(
+        self, source_ids: tf.Tensor, sequences: tf.Tensor, scores: tf.Tensor
+    ) -> tf.Tensor:
+        """The scores beam search ranks by: `scores` plus λ · log p_R2L(y |
+        x) under the right-to-left members' mixture, when the ensemble has
+        such rescorers; else `scores` unchanged.
+
+        Args:
+            source_ids: `(batch, S)` int ids.
+            sequences: `(batch, B, L)` int32 hypotheses of the decoding
+                (left-to-right) members, `<end>` included, then padding.
+            scores: `(batch, B)` float32, what the beam found.
+
+        Returns:
+            `(batch, B)` float32.
+        """
+        if not self.rescorers():
+            return scores
+        width, length = ops.shape(sequences)[1], ops.shape(sequences)[2]
+        rescored = self._rescorer_log_probs(
+            ops.repeat(source_ids, width, axis=0),
+            ops.reshape(sequences, (-1, length)),
+        )
+        return scores + self.rescoring_weight * ops.reshape(rescored, ops.shape(scores))
+
+    def _rescorer_log_probs(self, source_ids, sequences):
         """log p_R2L(y | x) of decoded answers under the rescorers' mixture.
 
         Args:

@@ -164,7 +164,7 @@ class StringSeq2Seq(tf.Module):
             "max_output_length", max_output_length
         )
         self.jit_compile = check_bool("jit_compile", jit_compile)
-        self.with_attention = model.attention is not None
+        self.with_attention = model.has_attention
         # One trace for every shape; XLA then compiles per concrete shape.
         self.compiled_decode = tf.function(
             self.decode,

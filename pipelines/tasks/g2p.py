@@ -252,7 +252,7 @@ def run(config, context):
     references = [prons for _, prons in splits["test"]]
     predictions = predict(model, test_words, letters, phonemes, config, max_length)
     wer, per = error_rates(predictions, references, stress=False)
-    if context.is_chief and model.attention is not None:
+    if context.is_chief and model.has_attention:
         draw_test_alignments(
             model, test_words, letters, phonemes, config, max_length, context
         )

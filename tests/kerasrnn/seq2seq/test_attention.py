@@ -1,11 +1,11 @@
 """Attention (Bahdanau, Luong) against NumPy loops of their equations."""
 
 
+import keras
 import numpy as np
 import pytest
 import tensorflow as tf
 
-import keras
 import kerasrnn
 from kerasrnn import seq2seq
 from kerasrnn.seq2seq.attention import (

@@ -1,10 +1,10 @@
 """Greedy, sampling and beam search against the NumPy decoder of eq:rnn-seq2seq."""
 
+import keras
 import numpy as np
 import pytest
 import tensorflow as tf
 
-import keras
 import kerasrnn
 from kerasrnn import seq2seq
 from tests.kerasrnn.seq2seq.numpy_seq2seq import (
@@ -158,7 +158,10 @@ def test_every_decoder_returns_the_same_fields(model):
         # The vocabulary has 6 target ids: a larger k has nothing to keep.
         (lambda m: seq2seq.sample_decode(m, SOURCE, 4, top_k=100), "top_k"),
         (lambda m: seq2seq.sample_decode(m, SOURCE, 4, temperature=np.inf), "temperature"),
-        (lambda m: seq2seq.greedy_decode(m, SOURCE, np.int64(4), return_alignments=1), "return_alignments"),
+        (
+            lambda m: seq2seq.greedy_decode(m, SOURCE, np.int64(4), return_alignments=1),
+            "return_alignments",
+        ),
     ],
 )
 def test_bad_arguments(model, call, name):

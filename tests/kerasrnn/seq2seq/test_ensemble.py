@@ -1,10 +1,10 @@
 """Seq2SeqEnsemble against the NumPy mixture of its members' references."""
 
+import keras
 import numpy as np
 import pytest
 import tensorflow as tf
 
-import keras
 import kerasrnn
 from kerasrnn import seq2seq
 from tests.kerasrnn.seq2seq.numpy_attention import NumpyAttentionSeq2Seq
@@ -29,7 +29,7 @@ def sharpened(model, seed):
     output distributions and α far from uniform."""
     rng = np.random.default_rng(seed)
     layers = [model.output_projection]
-    if model.attention is not None:
+    if model.has_attention:
         layers.append(model.attention)
     for layer in layers:
         for weight in layer.weights:
@@ -63,7 +63,7 @@ def make_members(third=None, **options):
 
 
 def reference(member):
-    if member.attention is None:
+    if not member.has_attention:
         return NumpySeq2Seq(member)
     return NumpyAttentionSeq2Seq(member)
 
@@ -278,10 +278,28 @@ def test_bad_members_are_refused(members, message):
 
 def test_alignments_need_every_member_to_attend():
     ensemble = seq2seq.Seq2SeqEnsemble(make_members(third="plain"))
-    assert ensemble.attention is None and ensemble.attention_kind == "mixed"
-    with pytest.raises(ValueError, match="return_alignments=True.*attention='mixed'"):
+    assert not ensemble.has_attention and ensemble.attention_kind == "mixed"
+    assert ensemble.attention == ()
+    with pytest.raises(ValueError, match="return_alignments=True.*has_attention is False"):
         seq2seq.greedy_decode(ensemble, SOURCE, 4, return_alignments=True)
     with pytest.raises(ValueError, match=r"every decoding member.*\['luong', 'bahdanau', None\]"):
         ensemble.attention_weights(INPUTS)
     with pytest.raises(ValueError, match="Seq2Seq or Seq2SeqEnsemble"):
         seq2seq.greedy_decode(ensemble.members, SOURCE, 4)
+
+
+def test_models_and_ensembles_are_decodable_models_that_say_what_they_carry():
+    members = make_members(third="plain")
+    ensemble = seq2seq.Seq2SeqEnsemble(members)
+    for model in (*members, ensemble):
+        assert isinstance(model, seq2seq.DecodableModel)
+    assert [member.has_attention for member in members] == [True, True, False]
+    # LSTM(5): h and c, then Luong's fed ã (n = 5); GRU(4): h; Elman(6): h.
+    assert [member.decoder_state_sizes for member in members] == [[5, 5, 5], [4], [6]]
+    states, _ = ensemble.encode(SOURCE)
+    assert [state.shape[-1] for state in states] == [5, 5, 5, 4, 6]
+    # Without right-to-left members nothing rescores: the scores stand.
+    scores = np.array([[-1.0, -2.5], [-0.5, -3.0], [-2.0, -2.0]], np.float32)
+    sequences = np.array([[[4, 2, 0], [5, 2, 0]]] * 3, np.int32)
+    for model in (*members, ensemble):
+        np.testing.assert_array_equal(model.rescore(SOURCE, sequences, scores), scores)

@@ -1,10 +1,10 @@
 """Seq2Seq against the NumPy loop of eq:rnn-seq2seq, and training with fit."""
 
+import keras
 import numpy as np
 import pytest
 import tensorflow as tf
 
-import keras
 import kerasrnn
 from kerasrnn import seq2seq
 from tests.kerasrnn.seq2seq.numpy_seq2seq import NumpySeq2Seq, log_softmax

@@ -8,10 +8,10 @@ swapped gate block or a lost leak would show.
 
 import functools
 
+import keras
 import numpy as np
 import pytest
 
-import keras
 import kerasrnn
 from kerasrnn import seq2seq
 from tests.kerasrnn.cells.harness import randomize

@@ -1,11 +1,11 @@
 """Right-to-left models and right-to-left rescoring, against NumPy references
 run on the reversed targets by hand."""
 
+import keras
 import numpy as np
 import pytest
 import tensorflow as tf
 
-import keras
 import kerasrnn
 from kerasrnn import seq2seq
 from kerasrnn.seq2seq.target_order import reverse_first
@@ -64,7 +64,9 @@ def test_right_to_left_logits_score_the_reversed_target_in_the_targets_order():
             SOURCE[row], reversed_input
         )
         for t in range(length):
-            np.testing.assert_allclose(logits[row, t], expected[length - 1 - t], rtol=1e-4, atol=1e-5)
+            np.testing.assert_allclose(
+                logits[row, t], expected[length - 1 - t], rtol=1e-4, atol=1e-5
+            )
             np.testing.assert_allclose(
                 alignments[row, t, : len(expected_alignments[0])],
                 expected_alignments[length - 1 - t], rtol=1e-4, atol=1e-6,
