@@ -37,6 +37,7 @@ import os
 import pathlib
 import re
 import tempfile
+import warnings
 
 import keras
 import numpy as np
@@ -164,8 +165,9 @@ def convert_concrete_functions(functions, *, quantize=None, model=None):
     Args:
         functions: `dict[str, tf.types.experimental.ConcreteFunction]`,
             signature key -> function. Each comes from a `tf.function`
-            with an `input_signature` of `tf.TensorSpec`s that all carry a
-            `name`, and returns a `dict[str, tf.Tensor]`.
+            with an `input_signature` of `tf.TensorSpec`s (an input is named
+            by its spec's `name`, else by its argument's name) and returns a
+            `dict[str, tf.Tensor]`.
         quantize: One of `QUANTIZE_OPTIONS`.
         model: Optional `keras.layers.Layer` the functions call; its
             sublayers' names are used to say which layer an unsupported op
@@ -218,13 +220,8 @@ def _frozen_with_names(key, function):
             f"Argument `functions` must map signature names to "
             f"ConcreteFunctions. Received: functions[{key!r}]={function!r}"
         )
+    # TensorFlow names every spec: its `name`, or else its argument's.
     specs = tree.flatten(function.structured_input_signature)
-    if not specs or not all(isinstance(spec, tf.TensorSpec) and spec.name for spec in specs):
-        raise ValueError(
-            f"functions[{key!r}] must come from a tf.function whose "
-            "input_signature is made of tf.TensorSpecs with names. "
-            f"Received: {function.structured_input_signature!r}"
-        )
     outputs = function.structured_outputs
     if not isinstance(outputs, dict) or not all(
         isinstance(name, str) and isinstance(tensor, tf.Tensor) for name, tensor in outputs.items()
@@ -291,7 +288,11 @@ def _unsupported_ops_error(error, model):
 
 def _check_invokes(content):
     """Run every signature once on zeros; raise if the interpreter fails."""
-    interpreter = tf.lite.Interpreter(model_content=content)
+    with warnings.catch_warnings():
+        # Its deprecation notice is for clients; the check needs no other
+        # interpreter than the one TensorFlow already holds.
+        warnings.filterwarnings("ignore", "(?s).*tf.lite.Interpreter is deprecated")
+        interpreter = tf.lite.Interpreter(model_content=content)
     for key in interpreter.get_signature_list():
         runner = interpreter.get_signature_runner(key)
         zeros = {
@@ -464,18 +465,32 @@ def _litert_inner_loop(layer, steps):
             sequences = tree.map_structure(lambda x: tf.reverse(x, [0]), sequences)
             if mask is not None:
                 mask = tf.reverse(mask, [0])
+        flat_states = tuple(tree.flatten(initial_state))
+        if steps is None and not _packable(flat_states):
+            raise ValueError(
+                f"Layer {layer.name!r} has states "
+                f"{[(tuple(s.shape), s.dtype.name) for s in flat_states]}; a "
+                "looped export (sequence_length=None) carries states of shape "
+                "(batch, size) and one dtype. Pass a sequence_length to unroll "
+                "the layer instead."
+            )
         loop = _unrolled if steps is not None else _looped
         last, outputs, states = loop(
             step,
             sequences,
             mask,
-            tuple(tree.flatten(initial_state)),
+            flat_states,
             layer.return_sequences,
         )
         outputs = time_first(outputs) if outputs is not None else tf.expand_dims(last, 1)
         return last, outputs, tree.pack_sequence_as(initial_state, list(states))
 
     return inner_loop
+
+
+def _packable(states):
+    """Whether `_looped` can carry `states` as one concatenated tensor."""
+    return all(len(state.shape) == 2 and state.dtype == states[0].dtype for state in states)
 
 
 def _unrolled(step, sequences, mask, states, keep_all):
@@ -524,25 +539,35 @@ def _looped(step, sequences, mask, states, keep_all):
         first.dtype,
     )
 
-    def body(time, previous, history, *states):
+    # The states travel as one (batch, Σ sizes) tensor: a cell that passes
+    # a state through unchanged (TemporalSkipCell's h_{t-1} becomes its
+    # h_{t-2}) would otherwise make one body output the same tensor as
+    # another body input, and LiteRT's WHILE copies the outputs back one by
+    # one, so the pass-through would read the value already overwritten.
+    sizes = [state.shape[-1] for state in states]
+
+    def body(time, previous, history, packed):
+        states = tuple(tf.split(packed, sizes, axis=-1))
         keep = tf.gather(mask, time) if mask is not None else None
         output, states = step(inputs_at(time), states, keep, previous)
         if keep_all:
             history = tf.tensor_scatter_nd_update(history, tf.reshape(time, [1, 1]), output[None])
-        return (time + 1, output, history, *states)
+        return (time + 1, output, history, tf.concat(states, axis=-1))
 
+    packed = tf.concat(states, axis=-1)
     invariants = (
         tf.TensorShape([]),
         first.shape,
         tf.TensorShape([None]).concatenate(first.shape),
-        *(state.shape for state in states),
+        packed.shape,
     )
-    _, last, history, *states = tf.while_loop(
+    _, last, history, packed = tf.while_loop(
         lambda time, *_: time < steps,
         body,
-        (tf.constant(0), tf.zeros_like(first), history, *states),
+        (tf.constant(0), tf.zeros_like(first), history, packed),
         shape_invariants=invariants,
     )
+    states = tf.split(packed, sizes, axis=-1)
     return last, history if keep_all else None, tuple(states)
 
 

@@ -1,0 +1,531 @@
+"""export_litert: the .tflite answers as model.predict, read without TensorFlow.
+
+Every exported file is checked in one subprocess that cannot import
+TensorFlow, Keras or kerasrnn (a `sys.meta_path` finder refuses them before
+anything is imported) and has only NumPy and `ai_edge_litert`: it reads the
+signature's names, dtypes and shapes, resizes the batch (and, for looped
+exports, the time) dimension, runs the inputs saved here and compares with
+the outputs `model.predict` gave for them.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import keras
+import numpy as np
+import pytest
+
+import kerasrnn
+from kerasrnn.litert import (
+    QUANTIZE_OPTIONS,
+    check_litert_path,
+    check_quantize,
+    convert_concrete_functions,
+    export_litert,
+    write_atomically,
+)
+
+UNITS = 4
+VOCABULARY = 9
+FEATURES = 3
+LENGTH = 5
+
+#: Branch name -> a recurrent layer factory taking Keras RNN keyword
+#: arguments; each kerasrnn cell in `keras.layers.RNN`, stacks of cells, and
+#: Keras's own layers.
+BRANCHES = {
+    "elman": lambda **kw: keras.layers.RNN(kerasrnn.ElmanCell(UNITS), **kw),
+    "lstm": lambda **kw: keras.layers.RNN(kerasrnn.LSTMCell(UNITS), **kw),
+    "gru": lambda **kw: keras.layers.RNN(kerasrnn.GRUCell(UNITS), **kw),
+    "gru_reset_after": lambda **kw: keras.layers.RNN(
+        kerasrnn.GRUCell(UNITS, reset_after=True), **kw
+    ),
+    "leaky": lambda **kw: keras.layers.RNN(
+        kerasrnn.LeakyCell(UNITS, alpha=0.3, learn_alpha=True), **kw
+    ),
+    "temporal_skip": lambda **kw: keras.layers.RNN(kerasrnn.TemporalSkipCell(UNITS, delay=2), **kw),
+    "multiscale": lambda **kw: keras.layers.RNN(
+        kerasrnn.MultiScaleCell(UNITS, periods=(1, 2)), **kw
+    ),
+    "deep_transition": lambda **kw: keras.layers.RNN(
+        kerasrnn.DeepTransitionCell(UNITS, transition_units=(3,)), **kw
+    ),
+    "skip_stacked": lambda **kw: keras.layers.RNN(
+        kerasrnn.SkipStackedCells([kerasrnn.ElmanCell(3), kerasrnn.LSTMCell(3)]),
+        **kw,
+    ),
+    "keras_stacked": lambda **kw: keras.layers.RNN(
+        keras.layers.StackedRNNCells([kerasrnn.GRUCell(3), keras.layers.LSTMCell(3)]),
+        **kw,
+    ),
+    "keras_lstm": lambda **kw: keras.layers.LSTM(UNITS, **kw),
+    "keras_gru": lambda **kw: keras.layers.GRU(UNITS, **kw),
+    "keras_simple_rnn": lambda **kw: keras.layers.SimpleRNN(UNITS, **kw),
+}
+#: The branches that are also stacked two layers deep.
+STACKED = ("elman", "keras_lstm")
+
+
+def randomize_biases(model, rng):
+    """Non-zero biases (Keras starts them at zero), so a bias bug shows."""
+    for weight in model.weights:
+        if "bias" in weight.path:
+            weight.assign(rng.normal(scale=0.5, size=weight.shape))
+
+
+def masked_model(rng):
+    """Token ids → Embedding(mask_zero) → per branch a Bidirectional layer.
+
+    Every branch returns sequences, both directions reading the mask; two
+    branches go on into a forward layer that returns its last output (a
+    masked stack). One named output per branch.
+    """
+    ids = keras.Input((None,), dtype="int32", name="token_ids")
+    embedded = keras.layers.Embedding(VOCABULARY, FEATURES, mask_zero=True)(ids)
+    outputs = {}
+    for name, make in BRANCHES.items():
+        outputs[name] = keras.layers.Bidirectional(make(return_sequences=True))(embedded)
+    for name in STACKED:
+        outputs[f"stacked_{name}"] = BRANCHES[name]()(outputs[name])
+    model = keras.Model(ids, outputs, name="masked")
+    randomize_biases(model, rng)
+    return model
+
+
+def plain_model(rng):
+    """Float features, no mask → per branch a layer's last output; two
+    branches are stacks ending in a Bidirectional layer (merge by sum)."""
+    features = keras.Input((None, FEATURES), name="features")
+    outputs = {name: make()(features) for name, make in BRANCHES.items()}
+    for name in STACKED:
+        sequence = BRANCHES[name](return_sequences=True)(features)
+        outputs[f"stacked_{name}"] = keras.layers.Bidirectional(BRANCHES[name](), merge_mode="sum")(
+            sequence
+        )
+    model = keras.Model(features, outputs, name="plain")
+    randomize_biases(model, rng)
+    return model
+
+
+def quantizable_model(rng):
+    """Weights large enough to be quantized: dynamic-range int8 leaves
+    matrices under 1024 elements in float32, so these cells have 32 units."""
+    features = keras.Input((None, FEATURES), name="features")
+    hidden = keras.layers.Bidirectional(
+        keras.layers.RNN(kerasrnn.LSTMCell(32), return_sequences=True)
+    )(features)
+    hidden = keras.layers.RNN(kerasrnn.GRUCell(32))(hidden)
+    outputs = {"prediction": keras.layers.Dense(2, name="prediction")(hidden)}
+    model = keras.Model(features, outputs, name="quantizable")
+    randomize_biases(model, rng)
+    return model
+
+
+def token_ids(rng, batch, length):
+    """Ids in [1, VOCABULARY) with padding (0) at the end of some rows and
+    one row padded at the start, as a left-padding client would send."""
+    ids = rng.integers(1, VOCABULARY, size=(batch, length)).astype("int32")
+    if batch > 1:
+        ids[0, length - 2 :] = 0
+        ids[-1, :1] = 0
+    return ids
+
+
+# --------------------------------------------------- the clean subprocess
+CHECKER = textwrap.dedent(
+    """
+    import importlib.abc
+    import json
+    import sys
+
+
+    class Refuse(importlib.abc.MetaPathFinder):
+        BLOCKED = ("tensorflow", "keras", "kerasrnn", "tf_keras")
+
+        def find_spec(self, name, path=None, target=None):
+            if name.split(".")[0] in self.BLOCKED:
+                raise ImportError(f"{name} is not importable in this process")
+            return None
+
+
+    sys.meta_path.insert(0, Refuse())
+
+    import numpy as np
+    from ai_edge_litert.interpreter import Interpreter
+
+    cases = json.load(open(sys.argv[1]))
+    report = {}
+    for case in cases:
+        data = np.load(case["data"])
+        interpreter = Interpreter(model_path=case["tflite"])
+        runner = interpreter.get_signature_runner("serving_default")
+        inputs = runner.get_input_details()
+        outputs = runner.get_output_details()
+        result = {
+            "signatures": list(interpreter.get_signature_list()),
+            "inputs": {
+                name: [np.dtype(d["dtype"]).name, d["shape_signature"].tolist()]
+                for name, d in inputs.items()
+            },
+            "outputs": {
+                name: [np.dtype(d["dtype"]).name, d["shape_signature"].tolist()]
+                for name, d in outputs.items()
+            },
+            "errors": {},
+        }
+        for run in range(case["runs"]):
+            feed = {name: data[f"{run}/in/{name}"] for name in inputs}
+            got = runner(**feed)
+            for name in outputs:
+                want = data[f"{run}/out/{name}"]
+                result["errors"][f"{run}/{name}"] = (
+                    float(np.max(np.abs(got[name] - want)))
+                    if got[name].shape == want.shape
+                    else f"shape {got[name].shape} != {want.shape}"
+                )
+        # The interpreter's own resize path, as a client in C would use it,
+        # on an interpreter holding no outputs of the runner's.
+        interpreter = Interpreter(model_path=case["tflite"])
+        (name, detail), = inputs.items()
+        feed = data[f"0/in/{name}"]
+        interpreter.resize_tensor_input(detail["index"], feed.shape)
+        interpreter.allocate_tensors()
+        interpreter.set_tensor(detail["index"], feed)
+        interpreter.invoke()
+        for out_name, out_detail in outputs.items():
+            got = interpreter.get_tensor(out_detail["index"])
+            want = data[f"0/out/{out_name}"]
+            result["errors"][f"resized/{out_name}"] = float(np.max(np.abs(got - want)))
+        report[case["name"]] = result
+    report["modules"] = sorted(
+        m for m in sys.modules if m.split(".")[0] in Refuse.BLOCKED
+    )
+    print(json.dumps(report))
+    """
+)
+
+
+def check_without_tensorflow(cases, directory):
+    """Run `CHECKER` over `cases` in a subprocess; return its report."""
+    script = directory / "check_litert.py"
+    script.write_text(CHECKER)
+    listing = directory / "cases.json"
+    listing.write_text(json.dumps(cases))
+    environment = {**os.environ, "PYTHONPATH": ""}
+    done = subprocess.run(
+        [sys.executable, str(script), str(listing)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=directory,
+        env=environment,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def save_case(directory, name, model, tflite, feeds):
+    """Save the feeds and the model's outputs on them for the checker.
+
+    The first feed's outputs come from `model.predict`; the others from the
+    model called eagerly (the same layers: `predict` traces them into a
+    graph first, which for these many-layered models costs seconds per
+    input shape).
+    """
+    arrays = {}
+    input_name = model.inputs[0].name
+    for run, feed in enumerate(feeds):
+        arrays[f"{run}/in/{input_name}"] = feed
+        if run == 0:
+            predicted = model.predict(feed, verbose=0)
+        else:
+            predicted = model(feed, training=False)
+        for output, value in predicted.items():
+            arrays[f"{run}/out/{output}"] = np.asarray(value, "float32")
+    data = directory / f"{name}.npz"
+    np.savez(data, **arrays)
+    return {"name": name, "tflite": str(tflite), "data": str(data), "runs": len(feeds)}
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory):
+    """Both models, unrolled and looped, checked in one clean subprocess.
+
+    Returns:
+        `(models, report)`: name -> (model, sequence_length), and the
+        checker's report.
+    """
+    directory = tmp_path_factory.mktemp("litert")
+    rng = np.random.default_rng(20)
+    keras.utils.set_random_seed(20)
+    models = {"masked": masked_model(rng), "plain": plain_model(rng)}
+    makers = {
+        "masked": lambda batch, length: token_ids(rng, batch, length),
+        "plain": lambda batch, length: rng.normal(size=(batch, length, FEATURES)).astype("float32"),
+    }
+    cases, exports = [], {}
+    for name, model in models.items():
+        for sequence_length in (LENGTH, None):
+            case = f"{name}_{'unrolled' if sequence_length else 'looped'}"
+            tflite = export_litert(
+                model, directory / f"{case}.tflite", sequence_length=sequence_length
+            )
+            # Batch 3 then 1; the looped file also at other lengths.
+            shapes = [(3, LENGTH), (1, LENGTH)]
+            if sequence_length is None:
+                shapes += [(2, 3), (2, 7), (1, 1)]
+            feeds = [makers[name](*shape) for shape in shapes]
+            cases.append(save_case(directory, case, model, tflite, feeds))
+            exports[case] = (model, sequence_length)
+    quantizable = quantizable_model(rng)
+    feeds = [makers["plain"](16, LENGTH), makers["plain"](1, LENGTH)]
+    for quantize in QUANTIZE_OPTIONS:
+        case = f"quantized_{quantize}"
+        tflite = export_litert(
+            quantizable,
+            directory / f"{case}.tflite",
+            sequence_length=LENGTH,
+            quantize=quantize,
+        )
+        cases.append(save_case(directory, case, quantizable, tflite, feeds))
+        exports[case] = (quantizable, os.path.getsize(tflite))
+    return exports, check_without_tensorflow(cases, directory)
+
+
+CASES = ["masked_unrolled", "masked_looped", "plain_unrolled", "plain_looped"]
+
+
+@pytest.mark.slow
+def test_checker_imported_neither_tensorflow_nor_kerasrnn(exported):
+    _, report = exported
+    assert report["modules"] == []
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", CASES)
+def test_litert_outputs_equal_model_predict(exported, case):
+    errors = exported[1][case]["errors"]
+    assert len(errors) >= (len(BRANCHES) + len(STACKED)) * 3
+    bad = {key: error for key, error in errors.items() if not error <= 1e-5}
+    assert not bad
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", CASES)
+def test_signature_names_dtypes_and_shapes(exported, case):
+    exports, report = exported
+    model, sequence_length = exports[case]
+    result = report[case]
+    assert result["signatures"] == ["serving_default"]
+    time = sequence_length if sequence_length else -1
+    if case.startswith("masked"):
+        assert result["inputs"] == {"token_ids": ["int32", [-1, time]]}
+    else:
+        assert result["inputs"] == {"features": ["float32", [-1, time, FEATURES]]}
+    expected = {}
+    for name, tensor in model.output.items():
+        shape = [-1, *[time if size is None else size for size in tensor.shape[1:]]]
+        expected[name] = ["float32", shape]
+    assert result["outputs"] == expected
+
+
+@pytest.mark.slow
+def test_quantized_files_are_smaller_and_close(exported):
+    """float16 and dynamic-range int8 shrink the file and stay close.
+
+    Tolerances, for outputs of magnitude about 1: float16 keeps 11
+    significant bits of every weight (relative error ≤ 2^-12 ≈ 2.4e-4); a
+    pre-activation sums about a hundred weight × input products of which
+    |input| ≤ 1 for the states, so it moves by at most about 1e-3, and tanh
+    and sigmoid do not amplify it: 2e-3. Dynamic-range int8 rounds each
+    weight to 1/254 of its output channel's largest weight (≤ 0.4%) and each
+    activation row likewise on the fly; about 2% of the output scale:
+    2e-2. Measured: 1.7e-4 and 1.8e-3.
+    """
+    exports, report = exported
+    size = {q: exports[f"quantized_{q}"][1] for q in QUANTIZE_OPTIONS}
+    assert size["float16"] < size[None]
+    assert size["dynamic_int8"] < size[None]
+    tolerance = {None: 1e-5, "float16": 2e-3, "dynamic_int8": 2e-2}
+    for quantize in QUANTIZE_OPTIONS:
+        errors = report[f"quantized_{quantize}"]["errors"]
+        assert errors and max(errors.values()) <= tolerance[quantize], quantize
+    # Quantizing changes the numbers: the checks above compare something.
+    assert max(report["quantized_dynamic_int8"]["errors"].values()) > 1e-5
+
+
+# ----------------------------------------------------------- bad input
+@pytest.fixture(scope="module")
+def small_model():
+    features = keras.Input((None, FEATURES), name="features")
+    hidden = keras.layers.RNN(kerasrnn.ElmanCell(3))(features)
+    return keras.Model(features, keras.layers.Dense(1)(hidden))
+
+
+@pytest.mark.parametrize("value", [0, -2, 2.5, "5", True, np.bool_(True)])
+def test_sequence_length_must_be_a_positive_integer(small_model, tmp_path, value):
+    target = tmp_path / "model.tflite"
+    with pytest.raises(ValueError, match="sequence_length") as error:
+        export_litert(small_model, target, sequence_length=value)
+    assert repr(value) in str(error.value)
+    assert "positive integer" in str(error.value)
+    assert not target.exists()
+
+
+def test_sequence_length_must_match_a_fixed_input_length(tmp_path):
+    features = keras.Input((6, FEATURES), name="features")
+    model = keras.Model(features, keras.layers.RNN(kerasrnn.ElmanCell(3))(features))
+    with pytest.raises(ValueError, match=r"input length.*\(None, 6, 3\).*sequence_length=4"):
+        export_litert(model, tmp_path / "model.tflite", sequence_length=4)
+
+
+@pytest.mark.parametrize("value", ["int8", "FLOAT16", 16, ["float16"]])
+def test_quantize_must_be_a_known_option(small_model, tmp_path, value):
+    with pytest.raises(ValueError, match="quantize") as error:
+        export_litert(small_model, tmp_path / "model.tflite", quantize=value)
+    assert repr(value) in str(error.value)
+    assert "'dynamic_int8'" in str(error.value)
+    assert check_quantize("float16") == "float16"
+    assert check_quantize(None) is None
+
+
+def test_path_must_not_be_a_directory(small_model, tmp_path):
+    with pytest.raises(ValueError, match="path.*directory") as error:
+        export_litert(small_model, tmp_path)
+    assert repr(str(tmp_path)) in str(error.value)
+
+
+def test_path_parent_must_exist(small_model, tmp_path):
+    target = tmp_path / "missing" / "model.tflite"
+    with pytest.raises(ValueError, match="path.*does not exist"):
+        export_litert(small_model, target)
+    assert not target.parent.exists()
+
+
+@pytest.mark.parametrize("value", [42, b"model.tflite", None])
+def test_path_must_be_a_path(small_model, value):
+    with pytest.raises(TypeError, match="path") as error:
+        export_litert(small_model, value)
+    assert repr(value) in str(error.value)
+
+
+def test_check_litert_path_returns_a_path(tmp_path):
+    assert check_litert_path(str(tmp_path / "a.tflite")) == tmp_path / "a.tflite"
+
+
+@pytest.mark.parametrize("value", ["model", keras.layers.RNN(kerasrnn.ElmanCell(3)), np.zeros(3)])
+def test_model_must_be_a_keras_model(tmp_path, value):
+    with pytest.raises(TypeError, match="model.*keras.Model"):
+        export_litert(value, tmp_path / "model.tflite")
+
+
+def test_model_must_have_a_recurrent_layer(tmp_path):
+    features = keras.Input((None, FEATURES), name="features")
+    model = keras.Model(features, keras.layers.Dense(2, name="dense_only")(features))
+    with pytest.raises(ValueError, match="recurrent layer.*dense_only"):
+        export_litert(model, tmp_path / "model.tflite")
+
+
+def test_stateful_layers_are_refused(tmp_path):
+    features = keras.Input((None, FEATURES), batch_size=2, name="features")
+    hidden = keras.layers.RNN(kerasrnn.ElmanCell(3), stateful=True, name="carry")(features)
+    with pytest.raises(ValueError, match="stateful.*carry"):
+        export_litert(keras.Model(features, hidden), tmp_path / "model.tflite")
+
+
+# ---------------------------------------------------- unsupported ops
+class InverseErrorFunction(keras.layers.Layer):
+    """erf⁻¹ of its input: TensorFlow's Erfinv has no LiteRT builtin."""
+
+    def call(self, inputs):
+        return keras.ops.erfinv(0.5 * keras.ops.tanh(inputs))
+
+
+@pytest.mark.slow
+def test_an_op_without_builtin_names_op_and_layer_and_writes_nothing(tmp_path):
+    features = keras.Input((None, FEATURES), name="features")
+    hidden = keras.layers.RNN(kerasrnn.GRUCell(3), return_sequences=True)(features)
+    outputs = InverseErrorFunction(name="inverse_erf")(hidden)
+    model = keras.Model(features, outputs)
+    target = tmp_path / "model.tflite"
+    target.write_bytes(b"an earlier export")
+    with pytest.raises(ValueError) as error:
+        export_litert(model, target, sequence_length=4)
+    message = str(error.value)
+    assert "Erfinv" in message and "layer 'inverse_erf'" in message
+    assert "builtin" in message
+    assert target.read_bytes() == b"an earlier export"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["model.tflite"]
+
+
+# -------------------------------------------------- the shared core
+def test_write_atomically_replaces_whole_or_not_at_all(tmp_path):
+    target = tmp_path / "model.tflite"
+    write_atomically(target, b"first")
+    write_atomically(target, b"second")
+    assert target.read_bytes() == b"second"
+    with pytest.raises(TypeError):
+        write_atomically(target, "text, not bytes")
+    assert target.read_bytes() == b"second"
+    assert [p.name for p in tmp_path.iterdir()] == ["model.tflite"]
+
+
+@pytest.mark.slow
+def test_convert_concrete_functions_keeps_every_signature_and_name():
+    import tensorflow as tf
+    from ai_edge_litert.interpreter import Interpreter
+
+    weights = tf.Variable([[1.0, -2.0], [0.5, 3.0]])
+
+    @tf.function(
+        input_signature=[
+            tf.TensorSpec((None, 2), tf.float32, name="left"),
+            tf.TensorSpec((None, 2), tf.float32, name="right"),
+        ]
+    )
+    def combine(left, right):
+        return {"product": tf.matmul(left, weights), "total": left + right}
+
+    @tf.function(input_signature=[tf.TensorSpec((None,), tf.int32, name="ids")])
+    def double(ids):
+        return {"doubled": 2 * ids}
+
+    content = convert_concrete_functions(
+        {
+            "serving_default": combine.get_concrete_function(),
+            "double": double.get_concrete_function(),
+        }
+    )
+    interpreter = Interpreter(model_content=content)
+    assert interpreter.get_signature_list() == {
+        "double": {"inputs": ["ids"], "outputs": ["doubled"]},
+        "serving_default": {"inputs": ["left", "right"], "outputs": ["product", "total"]},
+    }
+    left = np.array([[1.0, 2.0], [3.0, 4.0], [0.0, 1.0]], "float32")
+    right = np.ones((3, 2), "float32")
+    got = interpreter.get_signature_runner("serving_default")(left=left, right=right)
+    # Hand-worked: [1, 2] @ [[1, -2], [0.5, 3]] = [2, 4], and so on.
+    np.testing.assert_allclose(got["product"], [[2, 4], [5, 6], [0.5, 3]])
+    np.testing.assert_allclose(got["total"], left + 1)
+    doubled = interpreter.get_signature_runner("double")(ids=np.array([1, -4], "int32"))
+    np.testing.assert_array_equal(doubled["doubled"], [2, -8])
+
+
+def test_convert_concrete_functions_wants_dict_outputs():
+    import tensorflow as tf
+
+    @tf.function(input_signature=[tf.TensorSpec((None,), tf.float32, name="x")])
+    def bare(x):
+        return x
+
+    with pytest.raises(ValueError, match="dict of named tensors"):
+        convert_concrete_functions({"serving_default": bare.get_concrete_function()})
+    with pytest.raises(ValueError, match="functions"):
+        convert_concrete_functions({})
+    with pytest.raises(ValueError, match="quantize"):
+        convert_concrete_functions(
+            {"serving_default": bare.get_concrete_function()}, quantize="int4"
+        )
