@@ -31,8 +31,7 @@ import keras
 import pytest
 import yaml
 
-from tests.pipelines.conftest import REPOSITORY
-
+REPOSITORY = pathlib.Path(__file__).resolve().parents[1]
 DOCS = REPOSITORY / "docs"
 README = REPOSITORY / "README.md"
 

@@ -3,8 +3,7 @@ links alive. (Its Python blocks run in tests/test_docs.py, with the pages.)"""
 
 import re
 
-from tests.pipelines.conftest import REPOSITORY
-from tests.test_docs import code_blocks, runnable_blocks
+from tests.test_docs import REPOSITORY, code_blocks, runnable_blocks
 
 README = REPOSITORY / "README.md"
 TEST_COMMAND = 'pip install -e ".[dev]" && python -m pytest'
