@@ -1,4 +1,4 @@
-"""The README's plot of G2P word error rate by word length, from g2p runs.
+"""The Results page's plot of G2P word error rate by word length, from g2p runs.
 
     python docs/wer_by_length.py "without attention=RUN_A" "Luong attention=RUN_B"
 
