@@ -17,6 +17,8 @@
 - `Vocabulary` and the reserved ids `PAD_ID`, `START_ID`, `END_ID`,
   `UNKNOWN_ID`.
 - `export_serving`, `StringSeq2Seq`: a string-in, string-out SavedModel.
+- `export_litert`: ids in, ids out, encoder and beam search in one LiteRT
+  file, with `vocabulary.json` beside it (`kerasrnn.seq2seq.litert`).
 """
 
 from kerasrnn.optional_tensorflow import missing_tensorflow
@@ -40,6 +42,7 @@ from kerasrnn.seq2seq.decoding import (
     sample_decode,
 )
 from kerasrnn.seq2seq.ensemble import Seq2SeqEnsemble
+from kerasrnn.seq2seq.litert import export_litert
 from kerasrnn.seq2seq.loss import SequenceCrossEntropy, next_token_log_probs
 from kerasrnn.seq2seq.model import CONTEXTS, Seq2Seq
 from kerasrnn.seq2seq.protocol import DecodableModel, DecoderStep
@@ -81,6 +84,7 @@ __all__ = [
     "UNKNOWN_ID",
     "Vocabulary",
     "beam_search_decode",
+    "export_litert",
     "export_serving",
     "greedy_decode",
     "next_token_log_probs",

@@ -1,0 +1,477 @@
+"""Export a trained `Seq2Seq` (or `Seq2SeqEnsemble`) as a LiteRT model:
+ids in, the beam search's best answer out, the encoder and the beam search
+inside one `.tflite` file of builtin ops, and beside it `vocabulary.json`,
+which says how text becomes ids and back. A client needs the LiteRT
+interpreter (`ai_edge_litert`) and NumPy, not TensorFlow.
+
+The contract, for a client in any language:
+
+- Signature `serving_default`, one input, `source_ids`: int32
+  `[batch, max_source_length]`, each row a source's token ids followed by
+  `pad_id` up to `max_source_length`. The file holds batch 1;
+  `resize_tensor_input` (then `allocate_tensors`) sets any other batch.
+  Ids outside `[0, len(source_tokens))` read as `unknown_id`, never an
+  error. A source longer than `max_source_length` is the client's to
+  refuse (or cut): the file cannot see it.
+- Outputs:
+  - `target_ids`, int32 `[batch, max_target_length]`: the beam's best
+    hypothesis, then `end_id` (if it ended within `max_target_length`
+    tokens), then `pad_id`;
+  - `scores`, float32 `[batch]`: what the beam ranked it by, log p(y | x)
+    (`eq:rnn-seq2seq`, `end_id` included) divided by the length penalty
+    ((5 + L) / 6)^α, plus an ensemble's right-to-left rescoring;
+  - for attention models only, `alignments`, float32 `[batch,
+    max_target_length, max_source_length]`: row t is the attention α_t
+    with which token t of `target_ids` was emitted (the `end_id` row
+    included), zero on padding columns and after the answer.
+
+  A source that is all padding gets the empty answer: only `pad_id`, score 0.
+- Buckets (optional): further signatures `source_N`, the same input and
+  outputs with `max_source_length` N and a `max_target_length` of their
+  own, for sources of at most N tokens. The encoder and the beam search
+  are unrolled over those lengths, so short sources cost less; a client
+  calls the first bucket (shortest first) whose N holds the source. A
+  bucket's shorter `max_target_length` cuts a longer answer there.
+- `vocabulary.json`, in the same directory:
+  - `signature`, `inputs`, `outputs`: the names above;
+  - `source_tokens`, `target_tokens`: token strings, a token's index in
+    its list is its id;
+  - `pad_id`, `start_id`, `end_id`, `unknown_id`: the reserved ids, 0 to 3;
+  - `max_source_length`, `max_target_length`: `serving_default`'s lengths;
+  - `buckets`: every signature, shortest source first, as `signature`,
+    `max_source_length`, `max_target_length` (`serving_default` last);
+  - `beam_width`, `length_penalty`: the beam search inside;
+  - `source_text`: `strip`, `lowercase` (booleans), `split`
+    (`"characters"`: one token per Unicode character; `"whitespace"`: one
+    per word) and `unknown_tokens` (`"drop"`);
+  - `target_text`: `separator`, the string that joins the target tokens.
+
+  Text to ids: strip surrounding whitespace, lower-case if `lowercase`,
+  split, drop the tokens that `source_tokens` lacks, look up the rest,
+  pad with `pad_id`. Ids to text: the `target_tokens` of the ids before
+  the first `end_id`, `pad_id` left out, joined by `separator` (for
+  grapheme-to-phoneme: letters in, one token per character; phonemes out,
+  joined by a space). These are the steps `export_serving`'s SavedModel
+  takes inside its graph, so both give the same answers.
+
+Why the graph has this shape: LiteRT runs a fixed-shape graph fastest when
+no loop is left in it. The encoder's recurrences step their cells through
+an unrolled loop of `max_source_length` steps (`kerasrnn.litert`'s, which
+also masks the backward direction right) and the beam search is a Python
+loop of `max_target_length` steps, so the file holds no `WHILE` loop and
+no tensor list. An unrolled loop cannot stop early: every call runs all
+`max_target_length` steps (an ended hypothesis only appends padding, so the
+answer is the one `beam_search_decode` stops at). Every reshape keeps the
+batch as −1, so resizing the input resizes the whole graph.
+
+The beam search is `beam_search_decode`'s (`kerasrnn.seq2seq.decoding`),
+step for step: the same candidates, ranking, top-k and reordering of the
+decoder states, and the same right-to-left rescoring (computed step by
+step, see `right_to_left_log_probs`). Only its bookkeeping differs: instead
+of reordering every hypothesis's tokens and α at every step, each step
+keeps its tokens, α and parent pointers, and one walk back from the last
+step reads the hypotheses.
+"""
+
+import json
+import math
+
+import tensorflow as tf
+
+from kerasrnn.litert import (
+    _recurrent_layers,
+    _traceable_for_litert,
+    check_litert_path,
+    check_quantize,
+    convert_concrete_functions,
+    write_atomically,
+)
+from kerasrnn.seq2seq.decoding import (
+    all_padding,
+    check_decodable,
+    length_penalty_factor,
+    read_left_to_right,
+)
+from kerasrnn.seq2seq.ensemble import Seq2SeqEnsemble
+from kerasrnn.seq2seq.loss import FORBIDDEN_LOG_PROB, next_token_log_probs
+from kerasrnn.seq2seq.serving import SPLITS
+from kerasrnn.seq2seq.target_order import (
+    in_target_order,
+    reversed_decoder_input,
+    teacher_forcing_of,
+)
+from kerasrnn.seq2seq.vocabulary import END_ID, PAD_ID, START_ID, UNKNOWN_ID, Vocabulary
+from kerasrnn.validation import (
+    check_bool,
+    check_choice,
+    check_number,
+    check_positive_int,
+)
+
+#: The signature of the full lengths.
+SIGNATURE = "serving_default"
+
+#: The file written beside the `.tflite`.
+VOCABULARY_FILE = "vocabulary.json"
+
+
+def bucket_signature(source_length):
+    """The signature name of the bucket of sources of at most `source_length`
+    tokens."""
+    return f"source_{source_length}"
+
+
+def export_litert(
+    model,
+    path,
+    source_vocabulary,
+    target_vocabulary,
+    *,
+    max_source_length,
+    max_target_length,
+    beam_width,
+    length_penalty=0.0,
+    buckets=(),
+    split="characters",
+    separator=" ",
+    lowercase=True,
+    quantize=None,
+):
+    """Write `model` with its beam search as a LiteRT file at `path`, and
+    `vocabulary.json` beside it (see the module doc for the contract).
+
+    Args:
+        model: A trained `Seq2Seq` or `Seq2SeqEnsemble` (attention and
+            right-to-left rescoring included).
+        path: `str` or `os.PathLike`, the `.tflite` file to write; its
+            directory must exist.
+        source_vocabulary: The source `Vocabulary` the model was trained
+            with.
+        target_vocabulary: The target `Vocabulary` the model was trained
+            with.
+        max_source_length: Positive int S, the source tokens
+            `serving_default` reads per row.
+        max_target_length: Positive int T, the most target tokens it
+            decodes.
+        beam_width: B, in [1, the target vocabulary size].
+        length_penalty: α ≥ 0 of the beam search.
+        buckets: `(source_length, target_length)` pairs, each a further
+            signature `source_{source_length}` for sources of at most
+            `source_length` < S tokens, decoding at most `target_length` ≤ T
+            tokens: fewer unrolled steps for short sources.
+        split: How text becomes source tokens, `"characters"` or
+            `"whitespace"`, as `export_serving` takes it; recorded in
+            `vocabulary.json`, as are the next two.
+        separator: The string that joins the target tokens.
+        lowercase: Whether source text is lower-cased first.
+        quantize: None (float32), `"float16"` or `"dynamic_int8"`
+            (`kerasrnn.litert.QUANTIZE_OPTIONS`).
+
+    Returns:
+        The contents written to `vocabulary.json`, a dict.
+
+    Raises:
+        ValueError: An argument is out of range (named, with its value and
+            what is allowed), before any conversion; or the model holds an
+            op that LiteRT has no builtin for. A failed export leaves the
+            files at `path` and beside it as they were.
+        TypeError: `path` is not a path.
+    """
+    check_decodable(model)
+    check_vocabularies(model, source_vocabulary, target_vocabulary)
+    max_source_length = check_positive_int("max_source_length", max_source_length)
+    max_target_length = check_positive_int("max_target_length", max_target_length)
+    beam_width = check_positive_int("beam_width", beam_width)
+    if beam_width > model.target_vocabulary_size:
+        raise ValueError(
+            "Argument `beam_width` must be at most the target vocabulary "
+            f"size, {model.target_vocabulary_size}. Received: beam_width={beam_width!r}"
+        )
+    length_penalty = check_number("length_penalty", length_penalty, low=0)
+    lengths = check_buckets(buckets, max_source_length, max_target_length)
+    lengths[SIGNATURE] = (max_source_length, max_target_length)
+    check_choice("split", split, SPLITS)
+    if not isinstance(separator, str):
+        raise ValueError(
+            f"Argument `separator` must be a string. Received: separator={separator!r}"
+        )
+    lowercase = check_bool("lowercase", lowercase)
+    quantize = check_quantize(quantize)
+    path = check_litert_path(path)
+    vocabulary_path = path.parent / VOCABULARY_FILE
+    if vocabulary_path.is_dir():
+        raise ValueError(
+            f"Argument `path` must be in a directory where `{VOCABULARY_FILE}` "
+            f"can be written. Received: path={str(path)!r}, beside the directory "
+            f"{str(vocabulary_path)!r}"
+        )
+
+    with_alignments = model.has_attention
+    functions = {}
+    for name, (source_length, target_length) in lengths.items():
+        spec = tf.TensorSpec([None, source_length], tf.int32, name="source_ids")
+        serve = beam_search_graph(model, beam_width, target_length, length_penalty, with_alignments)
+        # Every recurrence unrolled: the encoder over the source length, a
+        # rescorer's teacher-forced decoder over the target's.
+        with _traceable_for_litert(_recurrent_layers(model), source_length):
+            functions[name] = tf.function(
+                serve, input_signature=[spec], autograph=False
+            ).get_concrete_function()
+    content = convert_concrete_functions(functions, quantize=quantize, model=model)
+    vocabulary = {
+        "signature": SIGNATURE,
+        "inputs": ["source_ids"],
+        "outputs": ["target_ids", "scores"] + (["alignments"] if with_alignments else []),
+        "source_tokens": source_vocabulary.id_to_token(),
+        "target_tokens": target_vocabulary.id_to_token(),
+        "pad_id": PAD_ID,
+        "start_id": START_ID,
+        "end_id": END_ID,
+        "unknown_id": UNKNOWN_ID,
+        "max_source_length": max_source_length,
+        "max_target_length": max_target_length,
+        "buckets": [
+            {"signature": name, "max_source_length": source, "max_target_length": target}
+            for name, (source, target) in lengths.items()
+        ],
+        "beam_width": beam_width,
+        "length_penalty": length_penalty,
+        "source_text": {
+            "strip": True,
+            "lowercase": lowercase,
+            "split": split,
+            "unknown_tokens": "drop",
+        },
+        "target_text": {"separator": separator},
+    }
+    write_atomically(
+        vocabulary_path,
+        (json.dumps(vocabulary, indent=1, ensure_ascii=False) + "\n").encode(),
+    )
+    write_atomically(path, content)
+    return vocabulary
+
+
+def check_buckets(buckets, max_source_length, max_target_length):
+    """`buckets` as `{signature: (source_length, target_length)}`, shortest
+    source first, if every pair lies inside the full lengths, else raise."""
+    pairs = []
+    if isinstance(buckets, (list, tuple)):
+        for pair in buckets:
+            if not isinstance(pair, (list, tuple)) or len(pair) != 2:
+                break
+            try:
+                source_length = check_positive_int("source_length", pair[0])
+                target_length = check_positive_int("target_length", pair[1])
+            except ValueError:
+                break
+            if source_length >= max_source_length or target_length > max_target_length:
+                break
+            pairs.append((source_length, target_length))
+    sources = [source for source, _ in pairs]
+    if (
+        not isinstance(buckets, (list, tuple))
+        or len(pairs) != len(buckets)
+        or len(set(sources)) != len(sources)
+    ):
+        raise ValueError(
+            "Argument `buckets` must be a list of (source_length, "
+            "target_length) pairs of positive ints, with distinct "
+            f"source_length < max_source_length={max_source_length} and "
+            f"target_length <= max_target_length={max_target_length}. "
+            f"Received: buckets={buckets!r}"
+        )
+    return {bucket_signature(source): (source, target) for source, target in sorted(pairs)}
+
+
+def check_vocabularies(model, source_vocabulary, target_vocabulary):
+    """Refuse a vocabulary that is no `Vocabulary`, or whose size differs
+    from that of the embedding it feeds (tokens would map to wrong rows)."""
+    for name, vocabulary, size in (
+        ("source_vocabulary", source_vocabulary, model.source_vocabulary_size),
+        ("target_vocabulary", target_vocabulary, model.target_vocabulary_size),
+    ):
+        if not isinstance(vocabulary, Vocabulary):
+            raise ValueError(
+                f"Argument `{name}` must be a kerasrnn.seq2seq.Vocabulary. "
+                f"Received: {name}={vocabulary!r}"
+            )
+        if vocabulary.size != size:
+            raise ValueError(
+                f"Argument `{name}` must have the {size} ids the model was "
+                f"built with. Received: {name} with {vocabulary.size} ids"
+            )
+
+
+def beam_search_graph(model, width, max_length, alpha, with_alignments):
+    """`source_ids -> decode_best(model, source_ids, ...)`, the function one
+    signature traces."""
+
+    def serve(source_ids):
+        return decode_best(model, source_ids, width, max_length, alpha, with_alignments)
+
+    return serve
+
+
+def repeat_rows(tensor, width):
+    """`(batch, …)` -> `(batch·width, …)`, each row `width` times in a row,
+    with the batch left free (−1) in every shape."""
+    rank = tensor.shape.rank
+    tiled = tf.tile(tensor[:, None], [1, width] + [1] * (rank - 1))
+    return tf.reshape(tiled, [-1, *tensor.shape[1:]])
+
+
+def reorder_rows(tensor, parents):
+    """`(batch·B, …)` rows -> the rows of `parents` `(batch, B)`, per example."""
+    width = parents.shape[-1]
+    grouped = tf.reshape(tensor, [-1, width, *tensor.shape[1:]])
+    return tf.reshape(tf.gather(grouped, parents, batch_dims=1), [-1, *tensor.shape[1:]])
+
+
+def decode_best(model, source_ids, width, max_length, alpha, with_alignments):
+    """Beam search unrolled over `max_length` steps; the best hypothesis.
+
+    Args:
+        model: A `Seq2Seq` or `Seq2SeqEnsemble`.
+        source_ids: `(batch, S)` int32 ids, right-padded with `PAD_ID`; ids
+            outside the source vocabulary read as `UNKNOWN_ID`.
+        width: B.
+        max_length: T, the steps unrolled.
+        alpha: The length penalty α.
+        with_alignments: Whether to return α (attention models).
+
+    Returns:
+        A dict: `target_ids` `(batch, T)` int32, `scores` `(batch,)`
+        float32 and, with `with_alignments`, `alignments` `(batch, T, S)`
+        float32; as `beam_search_decode`'s best (first) hypothesis.
+    """
+    source_ids = tf.where(
+        (source_ids >= 0) & (source_ids < model.source_vocabulary_size),
+        source_ids,
+        UNKNOWN_ID,
+    )
+    vocabulary_size = model.target_vocabulary_size
+    states, context = model.encode(source_ids)
+    states = [repeat_rows(state, width) for state in states]
+    context = model.context_for_beams(context, width)
+    # (batch, B) shapes are built from the input, not from tf.shape: a
+    # computed shape would make LiteRT allocate tensors at every call.
+    zeros = tf.zeros_like(tf.cast(source_ids[:, :1], tf.float32))
+    # Only beam 0 is alive at first, so the first step expands one hypothesis.
+    log_probs = zeros + tf.constant([[0.0] + [FORBIDDEN_LOG_PROB] * (width - 1)])
+    lengths = tf.zeros_like(log_probs, tf.int32)
+    # An ended hypothesis has one continuation: padding, at no cost.
+    ended_row = tf.constant(
+        [0.0 if token == PAD_ID else FORBIDDEN_LOG_PROB for token in range(vocabulary_size)]
+    )
+    # A source that is all padding starts ended: its answer is empty.
+    finished = tf.logical_and(all_padding(source_ids)[:, None], tf.fill([1, width], True))
+    previous = tf.reshape(lengths + START_ID, [-1])
+    steps = []
+    for _ in range(max_length):
+        decoded = model.decode_step(previous, states, context, queries_per_source=width)
+        step_log_probs = tf.reshape(
+            next_token_log_probs(decoded.logits), [-1, width, vocabulary_size]
+        )
+        step_log_probs = tf.where(finished[..., None], ended_row, step_log_probs)
+        candidates = log_probs[..., None] + step_log_probs
+        candidate_lengths = lengths + tf.cast(~finished, tf.int32)
+        ranked = candidates
+        # ((5 + L) / 6)^0 is exactly 1: with α = 0 the division changes nothing.
+        if alpha:
+            ranked = candidates / length_penalty_factor(candidate_lengths, alpha)[..., None]
+        candidates = tf.reshape(candidates, [-1, width * vocabulary_size])
+        _, best = tf.math.top_k(tf.reshape(ranked, [-1, width * vocabulary_size]), k=width)
+        parents = best // vocabulary_size
+        was_finished = tf.gather(finished, parents, batch_dims=1)
+        # When fewer than B candidates are possible, top_k also returns
+        # forbidden continuations of ended hypotheses: they stay padding.
+        tokens = tf.where(was_finished, PAD_ID, best % vocabulary_size)
+        lengths = tf.gather(candidate_lengths, parents, batch_dims=1)
+        log_probs = tf.gather(candidates, best, batch_dims=1)
+        alignment = None
+        if with_alignments:
+            alignment = tf.reshape(decoded.alignment, [-1, width, source_ids.shape[1]])
+            alignment = tf.where(
+                was_finished[..., None],
+                0.0,
+                tf.gather(alignment, parents, batch_dims=1),
+            )
+        steps.append((tokens, parents, alignment))
+        finished = was_finished | tf.equal(tokens, END_ID)
+        states = [reorder_rows(state, parents) for state in decoded.states]
+        previous = tf.reshape(tokens, [-1])
+
+    scores = log_probs
+    if alpha:
+        scores = log_probs / length_penalty_factor(lengths, alpha)
+    # Walk back from each of the B final hypotheses to read its tokens.
+    beam = tf.cast(zeros, tf.int32) + tf.range(width)[None]
+    tokens_by_step, alignments_by_step = [], []
+    for tokens, parents, alignment in reversed(steps):
+        tokens_by_step.append(tf.gather(tokens, beam, batch_dims=1))
+        if with_alignments:
+            alignments_by_step.append(tf.gather(alignment, beam, batch_dims=1))
+        beam = tf.gather(parents, beam, batch_dims=1)
+    sequences = tf.stack(tokens_by_step[::-1], axis=2)
+    rescorers = model.rescorers() if isinstance(model, Seq2SeqEnsemble) else []
+    if rescorers:
+        rescored = right_to_left_log_probs(
+            rescorers,
+            repeat_rows(source_ids, width),
+            tf.reshape(sequences, [-1, max_length]),
+        )
+        scores += model.rescoring_weight * tf.reshape(rescored, [-1, width])
+    # top_k ranked the beams best first; rescoring may change the order.
+    # argmax takes the first of equal scores, as a stable sort would.
+    best = tf.argmax(scores, axis=1, output_type=tf.int32)[:, None]
+    sequences = tf.gather(sequences, best, batch_dims=1)[:, 0]
+    result = {
+        "target_ids": sequences,
+        "scores": tf.gather(scores, best, batch_dims=1)[:, 0],
+    }
+    alignments = None
+    if with_alignments:
+        alignments = tf.gather(tf.stack(alignments_by_step[::-1], axis=2), best, batch_dims=1)[:, 0]
+    sequences, alignments = read_left_to_right(model, sequences, alignments)
+    result["target_ids"] = sequences
+    if with_alignments:
+        result["alignments"] = alignments
+    return result
+
+
+def right_to_left_log_probs(rescorers, source_ids, sequences):
+    """log p_R2L(y | x) of decoded answers under the rescorers' mixture, what
+    `Seq2SeqEnsemble.rescore` adds (times λ) to beam search's scores.
+
+    `rescore` teacher-forces each rescorer through its call, which for a
+    rescorer whose attention feeds its cell is a `WHILE` loop over tensor
+    lists: LiteRT's builtins hold those only at a fixed batch. Here each
+    rescorer steps `decode_step` over the reversed answer in a Python loop
+    instead, the same equations one step at a time.
+
+    Args:
+        rescorers: The ensemble's right-to-left `Seq2Seq` members.
+        source_ids: `(batch, S)` int32 ids.
+        sequences: `(batch, T)` answers [y_1 … y_L, <end>, 0 …] (or L = T
+            tokens and no `<end>`).
+
+    Returns:
+        `(batch,)` float32: Σ_t log (1/M) Σ_m p_m(y_t | y_{>t}, x), the
+        `<end>` factor included (none for an answer cut at T tokens).
+    """
+    decoder_input, targets = teacher_forcing_of(sequences)
+    read = tf.unstack(reversed_decoder_input(decoder_input), axis=1)
+    member_log_probs = []
+    for member in rescorers:
+        states, context = member.encode(source_ids)
+        logits = []
+        for tokens in read:
+            decoded = member.decode_step(tokens, states, context)
+            logits.append(decoded.logits)
+            states = decoded.states
+        logits = in_target_order(tf.stack(logits, axis=1), decoder_input)
+        member_log_probs.append(next_token_log_probs(logits))
+    mixed = tf.reduce_logsumexp(tf.stack(member_log_probs), axis=0) - math.log(len(rescorers))
+    picked = tf.gather(mixed, targets, batch_dims=2)
+    return tf.reduce_sum(tf.where(targets != PAD_ID, picked, 0.0), axis=-1)
