@@ -14,7 +14,9 @@ word embeddings: a bag of words) into the same softmax. It sees every value
 of the sequence but not their order, which is what the recurrent encoder
 adds.
 
-Metrics: `test_accuracy`, `baseline_test_accuracy`, `test_loss`.
+Metrics: `test_accuracy`, `baseline_test_accuracy`, `test_loss`;
+`litert_test_accuracy` and `litert_bytes` of `model.tflite` (the digits'
+8 rows unrolled; reviews of any length in a `WHILE` loop).
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from kerasrnn_pipelines.data.batching import (
 )
 from kerasrnn_pipelines.data.digits import load_digit_sequences
 from kerasrnn_pipelines.data.tfds import load_tfds
+from kerasrnn_pipelines.litert import litert_metrics, write_litert
 from kerasrnn_pipelines.recurrent import recurrent_stack
 
 if TYPE_CHECKING:
@@ -144,6 +147,17 @@ def build_baseline(config, classes, vocabulary):
     return keras.Model(inputs, outputs, name="order_free_baseline")
 
 
+def accuracy(predict, dataset):
+    """Fraction of a dataset's `(inputs, labels, ...)` batches whose class,
+    the argmax of `predict(inputs)`, is the label."""
+    right = total = 0
+    for batch in dataset:
+        labels = batch[1].numpy()
+        right += int(np.sum(np.argmax(predict(batch[0].numpy()), axis=-1) == labels))
+        total += len(labels)
+    return right / total
+
+
 def compile_model(model, context):
     """Cross-entropy over the classes, accuracy, the shared optimizer."""
     context.compile(
@@ -162,6 +176,8 @@ def run(config: ClassifyConfig, context: RunContext) -> dict[str, Any]:
         compile_model(model, context)
     context.fit(model, datasets["train"], datasets["validation"])
     context.save(model)
+    # The digits' fixed 8 rows unroll; reviews keep a loop for any length.
+    litert = write_litert(context, model, sequence_length=model.inputs[0].shape[1])
     test_loss, test_accuracy = model.evaluate(datasets["test"], verbose=0)
 
     # The baseline is a yardstick, not the product: it trains on one
@@ -180,4 +196,8 @@ def run(config: ClassifyConfig, context: RunContext) -> dict[str, Any]:
         "test_accuracy": float(test_accuracy),
         "test_loss": float(test_loss),
         "baseline_test_accuracy": float(baseline_accuracy),
+        **litert_metrics(
+            litert,
+            lambda predict: {"litert_test_accuracy": accuracy(predict, datasets["test"])},
+        ),
     }

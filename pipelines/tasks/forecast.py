@@ -9,7 +9,9 @@ standardised with the training years' mean and deviation; errors are in
 sunspot numbers.
 
 Metrics: `test_rmse`, and from the same run `persistence_rmse` (predict
-last year's value) — the bar the model must beat — and `train_rmse`.
+last year's value) — the bar the model must beat — and `train_rmse`;
+`litert_test_rmse` and `litert_bytes` of `model.tflite`, which reads
+exactly `--window` years (its time loop unrolled).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import numpy as np
 
 from kerasrnn_pipelines.data.batching import dense_batches
 from kerasrnn_pipelines.data.sunspots import load_sunspots, one_step_windows
+from kerasrnn_pipelines.litert import litert_metrics, write_litert
 from kerasrnn_pipelines.recurrent import recurrent_layer
 from kerasrnn_pipelines.tasks.options.forecast import TEST_YEARS, TRAIN_YEARS
 
@@ -121,10 +124,10 @@ def run(config: ForecastConfig, context: RunContext) -> dict[str, Any]:
         compile_model(model, context)
     context.fit(model, train)
     context.save(model)
+    litert = write_litert(context, model, sequence_length=config.window)
 
-    def forecast(inputs):
-        scaled = model.predict(standardise(inputs, mean, scale), verbose=0)
-        return scaled * scale + mean
+    def forecast(inputs, predict=lambda x: model.predict(x, verbose=0)):
+        return predict(standardise(inputs, mean, scale)) * scale + mean
 
     (train_x, train_y), (test_x, test_y) = splits["train"], splits["test"]
     return {
@@ -132,4 +135,8 @@ def run(config: ForecastConfig, context: RunContext) -> dict[str, Any]:
         "persistence_rmse": rmse(test_x[:, -1, 0], test_y),
         "train_rmse": rmse(forecast(train_x), train_y),
         "test_years": list(TEST_YEARS),
+        **litert_metrics(
+            litert,
+            lambda predict: {"litert_test_rmse": rmse(forecast(test_x, predict), test_y)},
+        ),
     }

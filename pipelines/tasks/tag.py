@@ -16,7 +16,9 @@ The baseline, computed in the same run, is the per-token majority: each
 phoneme (or word) gets the label it has most often in the training split
 (unseen ones the overall majority).
 
-Metrics: `test_token_accuracy` and `baseline_token_accuracy` (all tokens);
+Metrics: `test_token_accuracy` and `baseline_token_accuracy` (all tokens),
+`litert_test_token_accuracy` and `litert_bytes` of `model.tflite` (a
+`WHILE` loop over sequences of any length);
 for CMUDict also `test_vowel_accuracy` / `baseline_vowel_accuracy` (the
 tokens that carry stress) and `test_sequence_accuracy` (all labels of a
 pronunciation right); for conll2003 `test_entity_f1` and
@@ -39,6 +41,7 @@ from kerasrnn_pipelines.data.batching import (
     check_sequences,
 )
 from kerasrnn_pipelines.data.tfds import load_tfds
+from kerasrnn_pipelines.litert import litert_metrics, write_litert
 from kerasrnn_pipelines.recurrent import recurrent_stack
 
 if TYPE_CHECKING:
@@ -216,8 +219,13 @@ def entity_f1(references, predictions):
     return 2 * precision * recall / (precision + recall)
 
 
-def predict_tags(model, dataset):
-    """Run the tagger over a dataset of `(ids, labels, weights)` batches.
+def predict_tags(predict, dataset):
+    """Run a tagger over a dataset of `(ids, labels, weights)` batches.
+
+    Args:
+        predict: `ids (batch, time) -> (batch, time, classes)` scores (the
+            model's `predict_on_batch`, or the LiteRT file's).
+        dataset: The batches.
 
     Returns:
         `(token_ids, references, predictions)`: per sequence, in the
@@ -225,7 +233,7 @@ def predict_tags(model, dataset):
     """
     token_ids, references, predictions = [], [], []
     for inputs, labels, weights in dataset:
-        guessed = np.argmax(model.predict_on_batch(inputs), axis=-1)
+        guessed = np.argmax(predict(inputs), axis=-1)
         lengths = np.sum(weights.numpy() > 0, axis=1)
         for row, length in enumerate(lengths):
             token_ids.append(inputs.numpy()[row, :length].tolist())
@@ -255,8 +263,9 @@ def run(config: TagConfig, context: RunContext) -> dict[str, Any]:
         compile_model(model, context)
     context.fit(model, datasets["train"], datasets["validation"])
     context.save(model)
+    litert = write_litert(context, model)
 
-    token_ids, references, predictions = predict_tags(model, datasets["test"])
+    token_ids, references, predictions = predict_tags(model.predict_on_batch, datasets["test"])
     majority = majority_tagger(train_tokens, train_labels)
     # Unseen tokens decode to None, which the majority tagger, having never
     # seen them either, gives the overall majority.
@@ -272,6 +281,14 @@ def run(config: TagConfig, context: RunContext) -> dict[str, Any]:
             np.mean([r == p for r, p in zip(references, predictions)])
         ),
         "test_sequences": len(references),
+        **litert_metrics(
+            litert,
+            lambda predict: {
+                "litert_test_token_accuracy": token_accuracy(
+                    *predict_tags(lambda ids: predict(ids.numpy()), datasets["test"])[1:]
+                )
+            },
+        ),
     }
     if config.data == "embedded":
 

@@ -40,6 +40,12 @@ def test_quick_run_on_digits_reports_accuracy_of_model_and_baseline(train):
     assert metrics["test_accuracy"] == pytest.approx(
         np.mean(predicted == test_y), abs=1e-6
     )
+    # Through the LiteRT interpreter: the same classes, but where two
+    # probabilities tie to float32 round-off (one digit at most).
+    assert (out / "model.tflite").stat().st_size == metrics["litert_bytes"]
+    assert metrics["litert_test_accuracy"] == pytest.approx(
+        metrics["test_accuracy"], abs=1 / len(test_y) + 1e-9
+    )
 
 
 @pytest.mark.slow
@@ -51,3 +57,8 @@ def test_imdb_reviews_path_runs_on_mocked_tfds(train):
     assert metrics["data"].startswith("TFDS imdb_reviews")
     model = keras.saving.load_model(out / "model.keras")
     assert model.get_layer("embedding").mask_zero
+    # The reviews' file loops over any length; 24 reviews, one tie at most.
+    assert (out / "model.tflite").exists()
+    assert metrics["litert_test_accuracy"] == pytest.approx(
+        metrics["test_accuracy"], abs=1 / 24 + 1e-9
+    )

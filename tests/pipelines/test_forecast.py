@@ -98,6 +98,9 @@ def test_run_writes_every_output(quick_run):
     # A finished run leaves no backup, so the next run starts afresh.
     assert not (quick_run / "backup").exists()
     json.dumps(metrics)
+    # model.tflite's RMSE, through the LiteRT interpreter, is the model's.
+    assert (quick_run / "model.tflite").stat().st_size == metrics["litert_bytes"]
+    assert metrics["litert_test_rmse"] == pytest.approx(metrics["test_rmse"], rel=1e-5)
 
 
 @pytest.mark.slow

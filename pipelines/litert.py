@@ -1,0 +1,97 @@
+"""`model.tflite` of the cell tasks (forecast, classify, tag), and its metrics.
+
+`write_litert` exports the trained model with `kerasrnn.export_litert` into
+the run's staged outputs, beside `saved_model/`: `run_task` renames it into
+place with the others before `metrics.json`, so a run killed before then
+writes it again when it resumes. `litert_metrics` runs the file through the
+LiteRT interpreter (`ai_edge_litert`, what a client without TensorFlow
+uses) and records its size, `litert_bytes`, beside what the task computes
+from its answers (`litert_test_rmse`, ...).
+"""
+
+import numpy as np
+
+import kerasrnn
+
+#: The run's LiteRT file.
+LITERT_FILE = "model.tflite"
+
+#: Examples per interpreter call when a run evaluates the file.
+LITERT_BATCH = 256
+
+
+def write_litert(context, model, sequence_length=None):
+    """Export `model` as `model.tflite` among the run's outputs.
+
+    Args:
+        context: The task's `RunContext`; only the chief writes.
+        model: The trained Keras model.
+        sequence_length: The task's fixed number of steps (the time loop is
+            unrolled), or None for sequences of any length (a `WHILE` loop).
+
+    Returns:
+        The path written, or None on a worker that writes no outputs.
+    """
+    if not context.is_chief:
+        return None
+    path = context.write_dir / LITERT_FILE
+    kerasrnn.export_litert(model, path, sequence_length=sequence_length)
+    return path
+
+
+def litert_predictor(path):
+    """A function `inputs -> outputs` through the file's `serving_default`.
+
+    Args:
+        path: A `.tflite` file with one input and one output.
+
+    Returns:
+        `predict(inputs)`: `inputs` an array `(examples, ...)`, cast to the
+        input's dtype and run `LITERT_BATCH` examples per call (the batch
+        dimension resized to each); the outputs concatenated, `(examples,
+        ...)`.
+
+    Raises:
+        ImportError: `ai_edge_litert` is not installed.
+    """
+    from ai_edge_litert.interpreter import Interpreter
+
+    runner = Interpreter(model_path=str(path)).get_signature_runner("serving_default")
+    ((input_name, detail),) = runner.get_input_details().items()
+    (output_name,) = runner.get_output_details()
+
+    def predict(inputs):
+        inputs = np.asarray(inputs, detail["dtype"])
+        return np.concatenate(
+            [
+                # A copy: the runner's array is the interpreter's buffer,
+                # which the next call overwrites.
+                np.array(runner(**{input_name: inputs[start : start + LITERT_BATCH]})[output_name])
+                for start in range(0, len(inputs), LITERT_BATCH)
+            ]
+        )
+
+    return predict
+
+
+def litert_metrics(path, evaluate):
+    """`litert_bytes` and the metrics `evaluate` computes through the file.
+
+    Args:
+        path: What `write_litert` returned (None on a worker: no metrics).
+        evaluate: `evaluate(predict) -> dict`, the task's metrics from the
+            answers of `litert_predictor(path)`.
+
+    Returns:
+        A dict of metrics; only `litert_bytes`, with a note printed, where
+        `ai_edge_litert` is not installed.
+    """
+    if path is None:
+        return {}
+    metrics = {"litert_bytes": path.stat().st_size}
+    try:
+        predict = litert_predictor(path)
+    except ImportError:
+        print("ai-edge-litert is not installed: model.tflite is written but not evaluated")
+        return metrics
+    return {**metrics, **evaluate(predict)}
