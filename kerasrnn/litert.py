@@ -38,6 +38,8 @@ import pathlib
 import re
 import tempfile
 import warnings
+from collections.abc import Callable, Iterator
+from typing import Any, TypeAlias
 
 import keras
 import numpy as np
@@ -47,6 +49,7 @@ from tensorflow.python.framework.convert_to_constants import (
     convert_variables_to_constants_v2,
 )
 
+from kerasrnn.types import TensorLike
 from kerasrnn.validation import check_choice, check_positive_int
 
 __all__ = [
@@ -65,9 +68,14 @@ __all__ = [
 #: dynamic-range mode; smaller weights stay float32).
 QUANTIZE_OPTIONS = (None, "float16", "dynamic_int8")
 
+#: One masked cell step, `(inputs, states, keep, previous) -> (output,
+#: states)`: `keep` the step's (batch, 1) mask or None, `previous` the
+#: previous output or None (zeros).
+Step: TypeAlias = Callable[..., tuple[TensorLike, tuple[TensorLike, ...]]]
+
 
 # ----------------------------------------------------------------- checks
-def check_quantize(quantize):
+def check_quantize(quantize: Any) -> str | None:
     """Return `quantize` if it is one of `QUANTIZE_OPTIONS`, else raise.
 
     Raises:
@@ -83,7 +91,7 @@ def check_quantize(quantize):
     return check_choice("quantize", quantize, QUANTIZE_OPTIONS)
 
 
-def check_litert_path(path):
+def check_litert_path(path: Any) -> pathlib.Path:
     """Return `path` as a `pathlib.Path` a `.tflite` file can be written to.
 
     Args:
@@ -121,7 +129,7 @@ def check_litert_path(path):
 
 
 # ------------------------------------------------------------- the core
-def write_atomically(path, content):
+def write_atomically(path: str | os.PathLike[str], content: bytes) -> None:
     """Write `content` to `path` so that `path` is whole or absent.
 
     The bytes go to a hidden temporary file in the same directory, are
@@ -149,7 +157,9 @@ def write_atomically(path, content):
         raise
 
 
-def convert_concrete_functions(functions, *, quantize=None, model=None):
+def convert_concrete_functions(
+    functions: dict[str, Any], *, quantize: str | None = None, model: Any = None
+) -> bytes:
     """Convert traced TensorFlow functions to one LiteRT flatbuffer.
 
     Every function becomes a signature of the `.tflite` file, under its key
@@ -208,7 +218,7 @@ def convert_concrete_functions(functions, *, quantize=None, model=None):
     return content
 
 
-def _frozen_with_names(key, function):
+def _frozen_with_names(key: Any, function: Any) -> Any:
     """`function` with its variables frozen, its inputs and outputs named."""
     if not isinstance(key, str) or not key:
         raise ValueError(
@@ -231,13 +241,13 @@ def _frozen_with_names(key, function):
         )
     frozen = convert_variables_to_constants_v2(function, lower_control_flow=False)
 
-    def named(*inputs):
+    def named(*inputs: TensorLike) -> dict[str, TensorLike]:
         return tree.pack_sequence_as(outputs, frozen(*inputs))
 
     return tf.function(named, input_signature=specs).get_concrete_function()
 
 
-def _layer_path(scope, layer_names):
+def _layer_path(scope: str, layer_names: set[str]) -> list[str]:
     """The layers a traced op's name scope passes through, outermost first.
 
     Keras opens a name scope per layer call; TensorFlow makes a scope name
@@ -255,7 +265,7 @@ def _layer_path(scope, layer_names):
     return path
 
 
-def _unsupported_ops_error(error, model):
+def _unsupported_ops_error(error: Exception, model: Any) -> ValueError:
     """A `ValueError` naming each op without a builtin and its layer."""
     layer_names = set()
     if isinstance(model, keras.layers.Layer):
@@ -286,7 +296,7 @@ def _unsupported_ops_error(error, model):
     )
 
 
-def _check_invokes(content):
+def _check_invokes(content: bytes) -> None:
     """Run every signature once on zeros; raise if the interpreter fails."""
     with warnings.catch_warnings():
         # Its deprecation notice is for clients; the check needs no other
@@ -312,7 +322,7 @@ def _check_invokes(content):
 
 
 # ------------------------------------------------------ recurrent models
-def _recurrent_layers(model):
+def _recurrent_layers(model: keras.Model) -> list[keras.layers.RNN]:
     """Every `keras.layers.RNN` inside `model`, `Bidirectional`'s included."""
     return [
         layer
@@ -321,7 +331,7 @@ def _recurrent_layers(model):
     ]
 
 
-def _check_model(model):
+def _check_model(model: Any) -> tuple[list[TensorLike], list[keras.layers.RNN]]:
     if not isinstance(model, keras.Model):
         raise TypeError(
             "Argument `model` must be a keras.Model with recurrent layers "
@@ -358,7 +368,7 @@ def _check_model(model):
     return inputs, recurrent
 
 
-def _input_specs(inputs, sequence_length):
+def _input_specs(inputs: list[TensorLike], sequence_length: int | None) -> list[Any]:
     """`tf.TensorSpec`s of the model's inputs, batch dimension free."""
     specs = []
     for index, tensor in enumerate(inputs):
@@ -386,7 +396,7 @@ def _input_specs(inputs, sequence_length):
     return specs
 
 
-def _named_outputs(model, outputs):
+def _named_outputs(model: keras.Model, outputs: Any) -> dict[str, TensorLike]:
     """The model's outputs as a dict, named as the model names them."""
     if isinstance(outputs, dict):
         return {str(name): tensor for name, tensor in outputs.items()}
@@ -399,7 +409,7 @@ def _named_outputs(model, outputs):
     return dict(zip(names, flat))
 
 
-def _litert_inner_loop(layer, steps):
+def _litert_inner_loop(layer: keras.layers.RNN, steps: int | None) -> Callable[..., Any]:
     """A stand-in for `layer.inner_loop` that LiteRT runs at any batch size.
 
     `keras.layers.RNN.inner_loop` steps the cell through Keras's time loop;
@@ -428,7 +438,9 @@ def _litert_inner_loop(layer, steps):
         (last_output, outputs, states)` like `keras.layers.RNN.inner_loop`.
     """
 
-    def inner_loop(sequences, initial_state, mask, training=False):
+    def inner_loop(
+        sequences: Any, initial_state: Any, mask: Any, training: bool = False
+    ) -> tuple[TensorLike, TensorLike, Any]:
         if tree.is_nested(mask):
             mask = mask[0]
         if not tree.is_nested(initial_state):
@@ -437,7 +449,9 @@ def _litert_inner_loop(layer, steps):
         if getattr(layer.cell, "_call_has_training_arg", False):
             cell_kwargs["training"] = training
 
-        def step(inputs, states, keep, previous):
+        def step(
+            inputs: Any, states: tuple[TensorLike, ...], keep: Any, previous: Any
+        ) -> tuple[TensorLike, tuple[TensorLike, ...]]:
             """One masked cell step on flat states; `previous` None: zeros."""
             output, new_states = layer.cell(
                 inputs,
@@ -453,7 +467,7 @@ def _litert_inner_loop(layer, steps):
             new_states = tuple(tf.where(keep, new, old) for new, old in zip(new_states, states))
             return output, new_states
 
-        def time_first(x):
+        def time_first(x: TensorLike) -> TensorLike:
             return tf.transpose(x, [1, 0, *range(2, len(x.shape))])
 
         sequences = tree.map_structure(time_first, sequences)
@@ -488,12 +502,14 @@ def _litert_inner_loop(layer, steps):
     return inner_loop
 
 
-def _packable(states):
+def _packable(states: tuple[TensorLike, ...]) -> bool:
     """Whether `_looped` can carry `states` as one concatenated tensor."""
     return all(len(state.shape) == 2 and state.dtype == states[0].dtype for state in states)
 
 
-def _unrolled(step, sequences, mask, states, keep_all):
+def _unrolled(
+    step: Step, sequences: Any, mask: Any, states: tuple[TensorLike, ...], keep_all: bool
+) -> tuple[TensorLike, TensorLike | None, tuple[TensorLike, ...]]:
     """One `step` per time step of a fixed length, no loop op.
 
     Args:
@@ -517,7 +533,9 @@ def _unrolled(step, sequences, mask, states, keep_all):
     return output, tf.stack(outputs) if keep_all else None, states
 
 
-def _looped(step, sequences, mask, states, keep_all):
+def _looped(
+    step: Step, sequences: Any, mask: Any, states: tuple[TensorLike, ...], keep_all: bool
+) -> tuple[TensorLike, TensorLike | None, tuple[TensorLike, ...]]:
     """`step` in a `WHILE` loop over a dynamic number of time steps.
 
     Arguments and result as `_unrolled`. Step t's inputs are read with
@@ -528,7 +546,7 @@ def _looped(step, sequences, mask, states, keep_all):
     flat = tree.flatten(sequences)
     steps = tf.shape(flat[0])[0]
 
-    def inputs_at(time):
+    def inputs_at(time: TensorLike) -> Any:
         return tree.pack_sequence_as(sequences, [tf.gather(x, time) for x in flat])
 
     # Traced once for the output's shape and dtype, as Keras's loop does;
@@ -546,7 +564,9 @@ def _looped(step, sequences, mask, states, keep_all):
     # one, so the pass-through would read the value already overwritten.
     sizes = [state.shape[-1] for state in states]
 
-    def body(time, previous, history, packed):
+    def body(
+        time: TensorLike, previous: TensorLike, history: TensorLike, packed: TensorLike
+    ) -> tuple[TensorLike, ...]:
         states = tuple(tf.split(packed, sizes, axis=-1))
         keep = tf.gather(mask, time) if mask is not None else None
         output, states = step(inputs_at(time), states, keep, previous)
@@ -572,7 +592,7 @@ def _looped(step, sequences, mask, states, keep_all):
 
 
 @contextlib.contextmanager
-def _traceable_for_litert(recurrent, steps):
+def _traceable_for_litert(recurrent: list[keras.layers.RNN], steps: int | None) -> Iterator[None]:
     """Step the recurrent layers through `_litert_inner_loop`, then restore.
 
     The layers are the caller's: the stand-in is removed when the trace
@@ -588,7 +608,13 @@ def _traceable_for_litert(recurrent, steps):
                 del layer.inner_loop
 
 
-def export_litert(model, path, *, sequence_length=None, quantize=None):
+def export_litert(
+    model: keras.Model,
+    path: str | os.PathLike[str],
+    *,
+    sequence_length: int | None = None,
+    quantize: str | None = None,
+) -> pathlib.Path:
     """Write a recurrent Keras model as a LiteRT `.tflite` file.
 
     The model is any `keras.Model` (functional or Sequential) whose
@@ -647,8 +673,15 @@ def export_litert(model, path, *, sequence_length=None, quantize=None):
     >>> inputs = keras.Input((None, 3), name="x")
     >>> hidden = keras.layers.RNN(kerasrnn.GRUCell(4))(inputs)
     >>> model = keras.Model(inputs, keras.layers.Dense(1, name="y")(hidden))
-    >>> export_litert(model, "model.tflite", sequence_length=12)
-    PosixPath('model.tflite')
+    >>> kerasrnn.export_litert(model, "gru.tflite", sequence_length=12)  # doctest: +SKIP
+    PosixPath('gru.tflite')
+
+    and a client, with NumPy and `ai_edge_litert` only:
+
+    >>> from ai_edge_litert.interpreter import Interpreter  # doctest: +SKIP
+    >>> run = Interpreter("gru.tflite").get_signature_runner("serving_default")  # doctest: +SKIP
+    >>> run(x=np.zeros((2, 12, 3), "float32"))["y"].shape  # doctest: +SKIP
+    (2, 1)
     """
     inputs, recurrent = _check_model(model)
     if sequence_length is not None:
@@ -657,7 +690,7 @@ def export_litert(model, path, *, sequence_length=None, quantize=None):
     target = check_litert_path(path)
     specs = _input_specs(inputs, sequence_length)
 
-    def serve(*arguments):
+    def serve(*arguments: TensorLike) -> dict[str, TensorLike]:
         structure = arguments[0] if len(arguments) == 1 else list(arguments)
         return _named_outputs(model, model(structure, training=False))
 
