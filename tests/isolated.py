@@ -39,6 +39,22 @@ del _importlib_abc, _sys, _RefuseImports
 """
 
 
+def subprocess_env(env=None):
+    """The environment of a test's subprocess.
+
+    `env` (`os.environ` if None), copied, with TensorFlow's C++ log level
+    at errors only unless it is set, and the repository first on
+    `PYTHONPATH`, so that `kerasrnn`, `kerasrnn_pipelines` (through its
+    installed name) and `tests.*` import from this checkout.
+    """
+    environment = dict(os.environ if env is None else env)
+    environment.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    environment["PYTHONPATH"] = os.pathsep.join(
+        filter(None, [str(REPOSITORY), environment.get("PYTHONPATH")])
+    )
+    return environment
+
+
 def run_without(blocked, program, *arguments, env=None, check=True, timeout=300):
     """Run `program` where importing any package in `blocked` fails.
 
@@ -46,9 +62,7 @@ def run_without(blocked, program, *arguments, env=None, check=True, timeout=300)
         blocked: Top-level package names, e.g. `PROJECT` or `("tensorflow",)`.
         program: Python source; dedented, so it may be an indented literal.
         *arguments: Its `sys.argv[1:]` (converted with `str`).
-        env: The environment; `os.environ` if None. TensorFlow's C++ log
-            level defaults to warnings-and-errors only, and the repository
-            is put first on `PYTHONPATH` so `tests.*` modules import.
+        env: The environment, completed by `subprocess_env`.
         check: Fail the calling test, showing the end of stderr, unless the
             program exits with status 0.
         timeout: Seconds before the program is killed.
@@ -57,16 +71,11 @@ def run_without(blocked, program, *arguments, env=None, check=True, timeout=300)
         The `subprocess.CompletedProcess`, with text `stdout` and `stderr`.
     """
     source = _REFUSE_IMPORTS.format(blocked=tuple(blocked)) + textwrap.dedent(program)
-    environment = dict(os.environ if env is None else env)
-    environment.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    environment["PYTHONPATH"] = os.pathsep.join(
-        filter(None, [str(REPOSITORY), environment.get("PYTHONPATH")])
-    )
     completed = subprocess.run(
         [sys.executable, "-c", source, *map(str, arguments)],
         capture_output=True,
         text=True,
-        env=environment,
+        env=subprocess_env(env),
         cwd=REPOSITORY,
         timeout=timeout,
     )

@@ -14,7 +14,7 @@ from kerasrnn_pipelines.options import ConfigError
 from kerasrnn_pipelines.tasks import CONFIGS, TASKS, load_config_class, load_task
 from kerasrnn_pipelines.tasks.options.forecast import ForecastConfig
 from kerasrnn_pipelines.tasks.options.g2p import G2PConfig
-from tests.pipelines.conftest import REPOSITORY, subprocess_env
+from tests.isolated import REPOSITORY, subprocess_env
 
 # The options every task's command line has.
 SHARED_OPTIONS = (

@@ -21,8 +21,7 @@ from kerasrnn_pipelines.console import (
     hold_back_tensorflow,
     summary,
 )
-from tests.isolated import PROJECT, run_without
-from tests.pipelines.conftest import REPOSITORY, subprocess_env
+from tests.isolated import PROJECT, REPOSITORY, run_without, subprocess_env
 
 # A TensorFlow C++ log line: severity, date, time, thread, `file.cc:line]`.
 TENSORFLOW_LOG = re.compile(r"^[IWEF]\d{4} [\d:.]+ +\d+ (\S+:\d+)\]", re.MULTILINE)

@@ -23,7 +23,8 @@ import pytest
 from kerasrnn_pipelines.distributed import make_strategy
 from kerasrnn_pipelines.options import ConfigError, read_tf_config
 from kerasrnn_pipelines.run_directory import RunDirectoryError, is_chief_process
-from tests.pipelines.conftest import REPOSITORY, read_metrics, subprocess_env
+from tests.isolated import REPOSITORY, subprocess_env
+from tests.pipelines.conftest import read_metrics
 
 # 216 training windows (1705-1920) in 9 batches of 24: 12 per replica. The
 # runs end with the moving average of the weights, which every strategy's

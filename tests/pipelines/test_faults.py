@@ -28,7 +28,8 @@ from kerasrnn_pipelines.faults import (
 from kerasrnn_pipelines.run_directory import claim_run_directory
 from kerasrnn_pipelines.tasks import load_task
 from kerasrnn_pipelines.training import RunContext, baseline_verdict
-from tests.pipelines.conftest import REPOSITORY, read_metrics, subprocess_env
+from tests.isolated import REPOSITORY, subprocess_env
+from tests.pipelines.conftest import read_metrics
 from tests.pipelines.interruptions import KillAtEpochBegin, Killed
 
 

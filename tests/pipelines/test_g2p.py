@@ -1,9 +1,6 @@
 """The g2p task: hand-worked WER/PER, the baseline, and a --quick run end to end."""
 
 import json
-import subprocess
-import sys
-import textwrap
 
 import keras
 import pytest
@@ -13,6 +10,7 @@ from kerasrnn_pipelines import edit_distance, encoder_decoder
 from kerasrnn_pipelines.cli import main
 from kerasrnn_pipelines.tasks import g2p
 from kerasrnn_pipelines.tasks.options.g2p import G2PConfig
+from tests.isolated import PROJECT, last_json, run_without
 
 
 @pytest.mark.parametrize(
@@ -156,18 +154,9 @@ def test_quick_run_writes_outputs_and_serves_without_kerasrnn(tmp_path):
     assert list((out / "tensorboard" / "alignments").glob("events.out.tfevents.*"))
     by_length = metrics["test_wer_by_length"]
     assert set(by_length) <= set(g2p.LENGTH_BUCKETS) and len(by_length) >= 3
-    script = textwrap.dedent(
-        f"""
+    program = f"""
         import json
-        import sys
 
-        class RefuseProjectImports:
-            def find_spec(self, name, path=None, target=None):
-                if name.split(".")[0] in ("kerasrnn", "kerasrnn_pipelines"):
-                    raise ImportError(name)
-                return None
-
-        sys.meta_path.insert(0, RefuseProjectImports())
         import tensorflow as tf
 
         serve = tf.saved_model.load({str(out / "saved_model")!r}).signatures["serving_default"]
@@ -179,12 +168,7 @@ def test_quick_run_writes_outputs_and_serves_without_kerasrnn(tmp_path):
         assert abs(weights.sum(-1) - 1).max() < 1e-4
         print(json.dumps([text.decode() for text in result["outputs"].numpy()]))
         """
-    )
-    completed = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, timeout=180
-    )
-    assert completed.returncode == 0, completed.stderr[-3000:]
-    outputs = json.loads(completed.stdout.strip().splitlines()[-1])
+    outputs = last_json(run_without(PROJECT, program, timeout=180))
     # The empty word reads as "" (documented); the others, however odd,
     # get ARPAbet phonemes (a model may end a strange input at once).
     assert outputs[1] == "" and outputs[0]

@@ -19,7 +19,8 @@ from kerasrnn_pipelines.run_directory import (
     RunDirectoryError,
     claim_run_directory,
 )
-from tests.pipelines.conftest import REPOSITORY, read_metrics, subprocess_env
+from tests.isolated import REPOSITORY, subprocess_env
+from tests.pipelines.conftest import read_metrics
 
 FINGERPRINT = {"units": 8, "learning_rate": 0.001, "seed": 0}
 

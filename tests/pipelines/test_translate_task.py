@@ -2,9 +2,6 @@
 
 import json
 import math
-import subprocess
-import sys
-import textwrap
 
 import pytest
 import tensorflow_datasets as tfds
@@ -13,6 +10,7 @@ from kerasrnn_pipelines import edit_distance
 from kerasrnn_pipelines.cli import main, parse_config
 from kerasrnn_pipelines.tasks import load_task, translate
 from kerasrnn_pipelines.tasks.options.translate import CORPORA, TranslateConfig
+from tests.isolated import PROJECT, last_json, run_without
 
 
 def test_task_follows_the_contract_with_tfds_sources_only():
@@ -100,18 +98,9 @@ def test_quick_run_on_mock_data_writes_outputs_and_serves(
     rows = (out / "history.csv").read_text().splitlines()
     assert rows[0].startswith("epoch") and len(rows) == 1 + TranslateConfig.QUICK["epochs"]
 
-    script = textwrap.dedent(
-        f"""
+    program = f"""
         import json
-        import sys
 
-        class RefuseProjectImports:
-            def find_spec(self, name, path=None, target=None):
-                if name.split(".")[0] in ("kerasrnn", "kerasrnn_pipelines"):
-                    raise ImportError(name)
-                return None
-
-        sys.meta_path.insert(0, RefuseProjectImports())
         import tensorflow as tf
 
         serve = tf.saved_model.load({str(out / "saved_model")!r}).signatures["serving_default"]
@@ -122,12 +111,7 @@ def test_quick_run_on_mock_data_writes_outputs_and_serves(
         assert (weights[1] == 0).all()
         print(json.dumps([text.decode() for text in result["outputs"].numpy()]))
         """
-    )
-    completed = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, timeout=180
-    )
-    assert completed.returncode == 0, completed.stderr[-3000:]
-    outputs = json.loads(completed.stdout.strip().splitlines()[-1])
+    outputs = last_json(run_without(PROJECT, program, timeout=180))
     # The empty sentence reads as "" (documented in kerasrnn.seq2seq.serving);
     # every output is at most --max-length words, none of them reserved.
     assert outputs[1] == ""

@@ -5,16 +5,12 @@ that never imports kerasrnn, weight layout, clear errors on bad input, and
 the cell-specific arguments (forget_bias, alpha, learn_alpha).
 """
 
-import json
-import subprocess
-import sys
-import textwrap
-
 import keras
 import numpy as np
 import pytest
 
 import kerasrnn
+from tests.isolated import PROJECT, last_json, run_without
 from tests.kerasrnn import numpy_reference as ref
 from tests.kerasrnn.cells.harness import (
     SPEC_IDS,
@@ -174,30 +170,22 @@ def test_keras_file_round_trip(tmp_path, rng):
     assert loaded.to_json() == model.to_json()
 
 
-SERVE_SCRIPT = textwrap.dedent(
-    """
-    import importlib.abc, json, sys
+SERVE_PROGRAM = """
+import json
+import sys
 
-    class RefuseKerasrnn(importlib.abc.MetaPathFinder):
-        def find_spec(self, name, path, target=None):
-            if name.split(".")[0] in ("kerasrnn", "kerasrnn_pipelines"):
-                raise ImportError(f"{name} must not be imported to serve")
-            return None
+import numpy as np
+import tensorflow as tf
 
-    sys.meta_path.insert(0, RefuseKerasrnn())
-    import numpy as np
-    import tensorflow as tf
-
-    export_dir, data = sys.argv[1], np.load(sys.argv[2])
-    served = tf.saved_model.load(export_dir)
-    errors = {}
-    for key in data.files:
-        if key.startswith("x"):
-            got = served.serve(tf.constant(data[key])).numpy()
-            errors[key] = float(np.abs(got - data["y" + key[1:]]).max())
-    print(json.dumps({"errors": errors, "kerasrnn": "kerasrnn" in sys.modules}))
-    """
-)
+export_dir, data = sys.argv[1], np.load(sys.argv[2])
+served = tf.saved_model.load(export_dir)
+errors = {}
+for key in data.files:
+    if key.startswith("x"):
+        got = served.serve(tf.constant(data[key])).numpy()
+        errors[key] = float(np.abs(got - data["y" + key[1:]]).max())
+print(json.dumps(errors))
+"""
 
 
 @pytest.mark.slow
@@ -211,20 +199,11 @@ def test_saved_model_serves_any_batch_and_length_without_kerasrnn(tmp_path, rng)
         cases[f"x{i}"] = xs
         cases[f"y{i}"] = model.predict(xs, verbose=0)
     np.savez(tmp_path / "cases.npz", **cases)
-    script = tmp_path / "serve.py"
-    script.write_text(SERVE_SCRIPT)
-    result = subprocess.run(
-        [sys.executable, str(script), str(export_dir), str(tmp_path / "cases.npz")],
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-        timeout=300,
+    errors = last_json(
+        run_without(PROJECT, SERVE_PROGRAM, export_dir, tmp_path / "cases.npz")
     )
-    assert result.returncode == 0, result.stderr[-3000:]
-    report = json.loads(result.stdout.strip().splitlines()[-1])
-    assert report["kerasrnn"] is False
-    assert set(report["errors"]) == {"x0", "x1", "x2"}
-    assert max(report["errors"].values()) < 1e-5
+    assert set(errors) == {"x0", "x1", "x2"}
+    assert max(errors.values()) < 1e-5
 
 
 BAD_ARGUMENTS = [

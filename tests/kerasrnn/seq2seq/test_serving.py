@@ -1,10 +1,5 @@
 """The string SavedModel, loaded in a process that cannot import kerasrnn."""
 
-import json
-import subprocess
-import sys
-import textwrap
-
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -13,6 +8,7 @@ import keras
 import kerasrnn
 from kerasrnn import seq2seq
 from kerasrnn.seq2seq.serving import BATCH_STEP, LENGTH_STEP, padded_to_bucket
+from tests.isolated import PROJECT, last_json, run_without
 from tensorflow.core.protobuf import saved_model_pb2
 
 # Every test here exports or serves a SavedModel.
@@ -30,17 +26,9 @@ BEAM = 3
 
 
 def serve_in_clean_process(path, words):
-    script = textwrap.dedent(
-        f"""
-        import json, sys
+    program = f"""
+        import json
 
-        class RefuseProjectImports:
-            def find_spec(self, name, path=None, target=None):
-                if name.split(".")[0] in ("kerasrnn", "kerasrnn_pipelines"):
-                    raise ImportError("the served model must not need " + name)
-                return None
-
-        sys.meta_path.insert(0, RefuseProjectImports())
         import tensorflow as tf
 
         serve = tf.saved_model.load({str(path)!r}).signatures["serving_default"]
@@ -51,14 +39,8 @@ def serve_in_clean_process(path, words):
             return value.decode() if isinstance(value, bytes) else value
 
         print(json.dumps({{key: plain(value.numpy().tolist()) for key, value in result.items()}}))
-        assert "kerasrnn" not in sys.modules
         """
-    )
-    completed = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, timeout=180
-    )
-    assert completed.returncode == 0, completed.stderr[-3000:]
-    return json.loads(completed.stdout.strip().splitlines()[-1])
+    return last_json(run_without(PROJECT, program, timeout=180))
 
 
 def export(model, source, target, path, **options):
