@@ -3,12 +3,15 @@
 `kerasrnn_pipelines.tasks.options.seq2seq` defines the options g2p and translate
 share; here they become a `kerasrnn.seq2seq.Seq2Seq`, its scheduled
 sampling, its training (the learning rate held, then halved at each of the
-last four epochs) and its beam search.
+last four epochs), its beam search, and its LiteRT export (`model.tflite`
+and `vocabulary.json`, evaluated through the LiteRT interpreter).
 """
 
+import json
 import math
 
 import keras
+import numpy as np
 
 from kerasrnn import seq2seq
 from kerasrnn_pipelines.recurrent import make_cell
@@ -122,3 +125,79 @@ def beam_search(model, sources, target_vocabulary, config, max_length):
         model, sources, config.beam_width, max_length, config.length_penalty
     )
     return [target_vocabulary.decode(row) for row in result.sequences[:, 0].numpy()]
+
+
+#: The run's LiteRT file; `vocabulary.json` is written beside it.
+LITERT_FILE = "model.tflite"
+
+#: Sources per LiteRT call when the run evaluates the file.
+LITERT_BATCH = 256
+
+
+def export_litert(model, context, source_vocabulary, target_vocabulary, config, **options):
+    """Write `model.tflite` and `vocabulary.json` among the run's outputs
+    (the chief only; see `kerasrnn.seq2seq.export_litert`).
+
+    Args:
+        options: `max_source_length`, `max_target_length`, `buckets` and the
+            text options (`split`, `separator`, `lowercase`); the beam
+            search is the run's (`--beam-width`, `--length-penalty`).
+
+    Returns:
+        The path written, or None on a worker that writes no outputs.
+    """
+    if not context.is_chief:
+        return None
+    path = context.write_dir / LITERT_FILE
+    seq2seq.export_litert(
+        model,
+        path,
+        source_vocabulary,
+        target_vocabulary,
+        beam_width=config.beam_width,
+        length_penalty=config.length_penalty,
+        **options,
+    )
+    return path
+
+
+def litert_beam_search(path, sources):
+    """The best answers of a `model.tflite` through the LiteRT interpreter.
+
+    Each source goes to the first signature of `vocabulary.json`'s
+    `buckets` that holds it (`serving_default` reads only the first
+    `max_source_length` ids of a longer one, as the SavedModel reads only
+    its `max_input_length`).
+
+    Args:
+        path: The `.tflite` file, with `vocabulary.json` beside it.
+        sources: Lists of source ids, without padding.
+
+    Returns:
+        One int32 array of target ids per source, `<end>` and padding
+        included.
+
+    Raises:
+        ImportError: `ai_edge_litert` is not installed.
+    """
+    from ai_edge_litert.interpreter import Interpreter
+
+    buckets = json.loads((path.parent / "vocabulary.json").read_text())["buckets"]
+    interpreter = Interpreter(str(path))
+    answers = [None] * len(sources)
+    pending = list(range(len(sources)))
+    for bucket in buckets:
+        length = bucket["max_source_length"]
+        last = bucket is buckets[-1]
+        fits = [i for i in pending if last or len(sources[i]) <= length]
+        pending = [i for i in pending if not (last or len(sources[i]) <= length)]
+        runner = interpreter.get_signature_runner(bucket["signature"])
+        for start in range(0, len(fits), LITERT_BATCH):
+            chunk = fits[start : start + LITERT_BATCH]
+            ids = np.zeros((len(chunk), length), np.int32)
+            for row, index in enumerate(chunk):
+                source = sources[index][:length]
+                ids[row, : len(source)] = source
+            for index, answer in zip(chunk, runner(source_ids=ids)["target_ids"]):
+                answers[index] = answer
+    return answers

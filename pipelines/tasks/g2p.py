@@ -46,6 +46,11 @@ in the graph (see that module for what odd inputs give); with attention
 it also serves the best answer's alignment. An attention model's run also
 writes `alignments.png`, heatmaps of α for a dozen test words (letters
 across, phonemes down), and logs them to TensorBoard (`tensorboard/alignments`).
+A run also writes `model.tflite` and `vocabulary.json`
+(`kerasrnn.seq2seq.export_litert`: letter ids in, phoneme ids out, the beam
+search inside, a signature per word-length bucket, `LITERT_SOURCE_BUCKETS`);
+`metrics.json` records its `litert_bytes` and its `litert_test_wer` and
+`litert_test_per` (stress removed), computed through the LiteRT interpreter.
 """
 
 import bisect
@@ -226,6 +231,50 @@ def draw_test_alignments(model, words, letters, phonemes, config, max_length, co
     )
 
 
+# ------------------------------------------------------------------- LiteRT
+#: The LiteRT file's source buckets: a signature per word length bound
+#: (letters), so that a short word runs fewer unrolled steps.
+LITERT_SOURCE_BUCKETS = (8, 12, 16)
+
+
+def litert_buckets(train_words, max_length):
+    """`(letters, phonemes)` bounds of the LiteRT buckets: each bucket
+    decodes up to the longest pronunciation of a training word of at most
+    that many letters, plus the 4 the whole run allows beyond its longest
+    (`max_length`), never more than `max_length`. Bounds no shorter than
+    the longest training word are left out (`serving_default` holds them).
+    """
+    longest_word = max(len(word) for word, _ in train_words)
+    buckets = []
+    for letters in LITERT_SOURCE_BUCKETS:
+        if letters >= longest_word:
+            break
+        longest = max(
+            (len(p) for word, prons in train_words if len(word) <= letters for p in prons),
+            default=0,
+        )
+        buckets.append((letters, min(longest + 4, max_length)))
+    return buckets
+
+
+def litert_metrics(path, words, references, letters, phonemes):
+    """`litert_bytes`, and the WER and PER (stress removed) of the
+    `model.tflite` at `path` on `words`, through the LiteRT interpreter
+    (`litert_test_wer`, `litert_test_per`; left out, with a note, where
+    `ai_edge_litert` is not installed)."""
+    metrics = {"litert_bytes": path.stat().st_size}
+    try:
+        answers = encoder_decoder.litert_beam_search(path, [letters.encode(w) for w in words])
+    except ImportError:
+        print("ai-edge-litert is not installed: model.tflite is written but not evaluated")
+        return metrics
+    predictions = [phonemes.decode(answer) for answer in answers]
+    metrics["litert_test_wer"], metrics["litert_test_per"] = error_rates(
+        predictions, references, stress=False
+    )
+    return metrics
+
+
 def run(config, context):
     """Train, evaluate WER/PER on the test split, save and export."""
     splits = load_words(config)
@@ -247,6 +296,16 @@ def run(config, context):
             max_input_length=max(len(word) for word, _ in splits["train"]) * 2,
             max_output_length=max_length,
         )
+    litert_path = encoder_decoder.export_litert(
+        model,
+        context,
+        letters,
+        phonemes,
+        config,
+        max_source_length=max(len(word) for word, _ in splits["train"]),
+        max_target_length=max_length,
+        buckets=litert_buckets(splits["train"], max_length),
+    )
 
     test_words = [word for word, _ in splits["test"]]
     references = [prons for _, prons in splits["test"]]
@@ -271,6 +330,8 @@ def run(config, context):
         metrics["test_wer_stress"], metrics["test_per_stress"] = error_rates(
             predictions, references, stress=True
         )
+    if litert_path is not None:
+        metrics.update(litert_metrics(litert_path, test_words, references, letters, phonemes))
     return {
         **metrics,
         "test_wer_by_length": wer_by_length(test_words, predictions, references),

@@ -174,6 +174,24 @@ def test_quick_run_writes_outputs_and_serves_without_kerasrnn(tmp_path):
     assert outputs[1] == "" and outputs[0]
     for output in outputs:
         assert all(p.rstrip("012").isalpha() and p.isupper() for p in output.split())
+    # The LiteRT file, through the example client, in a process that can
+    # import neither TensorFlow nor kerasrnn: the SavedModel's answers; a
+    # word longer than the file reads is refused.
+    assert metrics["litert_bytes"] == (out / "model.tflite").stat().st_size
+    assert 0 <= metrics["litert_test_per"] <= 1.5 and 0 <= metrics["litert_test_wer"] <= 1
+    client = f"""
+        import runpy
+        import sys
+
+        sys.argv = ["g2p_litert.py", {str(out)!r}, "Hello", "", "naïve-42", "x" * 300]
+        runpy.run_path("examples/g2p_litert.py", run_name="__main__")
+        """
+    completed = run_without(PROJECT + ("tensorflow",), client, check=False)
+    assert completed.returncode == 1, completed.stderr[-2000:]
+    assert "longer than" in completed.stderr
+    assert completed.stdout.splitlines() == [
+        f"{word}\t{output}" for word, output in zip(["Hello", "", "naïve-42"], outputs)
+    ]
 
 
 @pytest.mark.parametrize("name", ["linear", "exponential", "inverse_sigmoid"])
