@@ -27,13 +27,19 @@ Keras `Dense` layers and only the masked softmax and the weighted sum are
 written out.
 """
 
+from __future__ import annotations
+
+from typing import Any
+
 import keras
 from keras import ops
+
+from kerasrnn.types import Config, TensorLike
 
 ATTENTIONS = ("bahdanau", "luong")
 
 
-def masked_softmax(scores, mask):
+def masked_softmax(scores: TensorLike, mask: TensorLike) -> TensorLike:
     """α = softmax over the positions where `mask` is True; 0 elsewhere.
 
     Args:
@@ -54,13 +60,15 @@ def masked_softmax(scores, mask):
     return weights / ops.where(total > 0.0, total, 1.0)
 
 
-def weighted_sum(weights, memory):
+def weighted_sum(weights: TensorLike, memory: TensorLike) -> TensorLike:
     """a = Σ_j α_j h_j: `(batch, S)` weights, `(batch, S, m)` memory -> `(batch, m)`."""
     weights = ops.cast(weights, memory.dtype)
     return ops.einsum("bs,bsm->bm", weights, memory)
 
 
-def attend_for_each_query(scores, mask, memory):
+def attend_for_each_query(
+    scores: TensorLike, mask: TensorLike, memory: TensorLike
+) -> tuple[TensorLike, TensorLike]:
     """α and a for T queries per example.
 
     Args:
@@ -95,7 +103,7 @@ class BahdanauAttention(keras.layers.Layer):
     u·q + u·m + u parameters.
     """
 
-    def __init__(self, units, **kwargs):
+    def __init__(self, units: int, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.units = units
         self.query_projection = keras.layers.Dense(
@@ -108,18 +116,20 @@ class BahdanauAttention(keras.layers.Layer):
             1, use_bias=False, name="score_vector"
         )
 
-    def build_for(self, query_size, memory_size):
+    def build_for(self, query_size: int, memory_size: int) -> None:
         """Create the weights for queries of size q and memories of size m."""
         self.query_projection.build((None, query_size))
         self.memory_projection.build((None, None, memory_size))
         self.score_vector.build((None, None, self.units))
         self.built = True
 
-    def keys(self, memory):
+    def keys(self, memory: TensorLike) -> TensorLike:
         """W_h h_j for every j: `(batch, S, m)` -> `(batch, S, u)`."""
         return self.memory_projection(memory)
 
-    def call(self, query, keys, memory, mask):
+    def call(
+        self, query: TensorLike, keys: TensorLike, memory: TensorLike, mask: TensorLike
+    ) -> tuple[TensorLike, TensorLike]:
         """Attention for one query per example, or for T of them.
 
         Args:
@@ -144,7 +154,7 @@ class BahdanauAttention(keras.layers.Layer):
         scores = ops.squeeze(self.score_vector(hidden), axis=-1)
         return attend_for_each_query(scores, mask, memory)
 
-    def closed_form_params(self):
+    def closed_form_params(self) -> tuple[str, list[tuple[str, int]], str]:
         """`(description, [(label, count)], formula)` for `explain_params`."""
         q = int(self.query_projection.kernel.shape[0])
         m = int(self.memory_projection.kernel.shape[0])
@@ -159,7 +169,8 @@ class BahdanauAttention(keras.layers.Layer):
             "u×(q + m + 1)",
         )
 
-    def get_config(self):
+    def get_config(self) -> Config:
+        """The Layer's config and `units`."""
         return {**super().get_config(), "units": self.units}
 
 
@@ -184,7 +195,7 @@ class LuongAttention(keras.layers.Layer):
     without bias): n·m + (n + m)·n parameters.
     """
 
-    def __init__(self, units, **kwargs):
+    def __init__(self, units: int, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.units = units
         self.memory_projection = keras.layers.Dense(
@@ -194,7 +205,7 @@ class LuongAttention(keras.layers.Layer):
             units, activation="tanh", use_bias=False, name="attentional_projection"
         )
 
-    def build_for(self, query_size, memory_size):
+    def build_for(self, query_size: int, memory_size: int) -> None:
         """Create the weights; `query_size` must equal `units`."""
         if query_size != self.units:
             raise ValueError(
@@ -205,11 +216,13 @@ class LuongAttention(keras.layers.Layer):
         self.attentional_projection.build((None, query_size + memory_size))
         self.built = True
 
-    def keys(self, memory):
+    def keys(self, memory: TensorLike) -> TensorLike:
         """W h_j for every j: `(batch, S, m)` -> `(batch, S, n)`."""
         return self.memory_projection(memory)
 
-    def call(self, query, keys, memory, mask):
+    def call(
+        self, query: TensorLike, keys: TensorLike, memory: TensorLike, mask: TensorLike
+    ) -> tuple[TensorLike, TensorLike]:
         """Attention for one step, or for T steps at once.
 
         The score reads only s_t, so without input feeding a teacher-forced
@@ -235,11 +248,11 @@ class LuongAttention(keras.layers.Layer):
             ops.einsum("btn,bsn->bts", query, keys), mask, memory
         )
 
-    def attentional(self, query, context):
+    def attentional(self, query: TensorLike, context: TensorLike) -> TensorLike:
         """ã = tanh(W_c [s; a]): `(..., n)`, `(..., m)` -> `(..., n)`."""
         return self.attentional_projection(ops.concatenate([query, context], axis=-1))
 
-    def closed_form_params(self):
+    def closed_form_params(self) -> tuple[str, list[tuple[str, int]], str]:
         """`(description, [(label, count)], formula)` for `explain_params`."""
         m = int(self.memory_projection.kernel.shape[0])
         n = self.units
@@ -252,5 +265,6 @@ class LuongAttention(keras.layers.Layer):
             "n×m + (n + m)×n",
         )
 
-    def get_config(self):
+    def get_config(self) -> Config:
+        """The Layer's config and `units`."""
         return {**super().get_config(), "units": self.units}

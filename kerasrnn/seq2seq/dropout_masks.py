@@ -3,13 +3,21 @@
 `keras.layers.RNN` does for its own loop.
 """
 
+from __future__ import annotations
+
 import contextlib
+from collections.abc import Iterator
+
+import keras
 
 from kerasrnn.keras_internals import DropoutRNNCell
+from kerasrnn.types import TensorLike
 
 
 @contextlib.contextmanager
-def sequence_dropout_masks(cell, step_input, state, training):
+def sequence_dropout_masks(
+    cell: keras.layers.Layer, step_input: TensorLike, state: TensorLike, training: bool
+) -> Iterator[None]:
     """Draw `cell`'s per-sequence dropout masks before a hand-written loop.
 
     keras.layers.RNN draws a cell's input and recurrent masks once per

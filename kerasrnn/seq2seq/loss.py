@@ -3,11 +3,16 @@ sequence loss training minimises, and the next-token log-probabilities the
 decoders rank by.
 """
 
+from __future__ import annotations
+
+from typing import Any
+
 import keras
 import tensorflow as tf
 from keras import ops
 
 from kerasrnn.seq2seq.vocabulary import PAD_ID, START_ID
+from kerasrnn.types import Config, TensorLike
 from kerasrnn.validation import check_number
 
 #: Log-probability given to tokens a decoder may never emit (pad, start):
@@ -15,7 +20,7 @@ from kerasrnn.validation import check_number
 FORBIDDEN_LOG_PROB = -1e9
 
 
-def next_token_log_probs(logits):
+def next_token_log_probs(logits: TensorLike) -> TensorLike:
     """log p(y_t | y_<t, c) of every token, with pad and start forbidden.
 
     Args:
@@ -63,13 +68,19 @@ class SequenceCrossEntropy(keras.losses.Loss):
         y_pred: `(batch, T, V)` logits, or `(N, batch, T, V)`.
     """
 
-    def __init__(self, label_smoothing=0.0, name="sequence_cross_entropy", **kwargs):
+    def __init__(
+        self,
+        label_smoothing: float = 0.0,
+        name: str = "sequence_cross_entropy",
+        **kwargs: Any,
+    ) -> None:
         super().__init__(name=name, **kwargs)
         self.label_smoothing = check_number(
             "label_smoothing", label_smoothing, low=0, high=1, high_open=True
         )
 
-    def call(self, y_true, y_pred):
+    def call(self, y_true: TensorLike, y_pred: TensorLike) -> TensorLike:
+        """Per-position losses whose Keras mean is the masked token mean."""
         y_true = ops.cast(y_true, "int32")
         mask = ops.cast(ops.not_equal(y_true, PAD_ID), y_pred.dtype)
         tokens, replicas = ops.sum(mask), 1
@@ -102,7 +113,8 @@ class SequenceCrossEntropy(keras.losses.Loss):
         )
         return token_loss * mask * scale
 
-    def get_config(self):
+    def get_config(self) -> Config:
+        """`label_smoothing`, `name` and `reduction`."""
         return {
             "label_smoothing": self.label_smoothing,
             "name": self.name,

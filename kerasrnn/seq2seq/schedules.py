@@ -16,12 +16,15 @@ A schedule is a callable `schedule(step) -> ε` (float32 scalar tensor)
 that `Seq2Seq(sampling_schedule=...)` evaluates at every training step.
 """
 
+from __future__ import annotations
+
 import abc
 import math
 
 import keras
 from keras import ops
 
+from kerasrnn.types import Config, TensorLike
 from kerasrnn.validation import check_number
 
 
@@ -32,20 +35,21 @@ class SamplingSchedule(abc.ABC):
     `get_config()` (its constructor arguments, for saving).
     """
 
-    def __call__(self, step):
+    def __call__(self, step: int | TensorLike) -> TensorLike:
         """ε at `step` (int or integer tensor), a float32 scalar tensor."""
         return self.epsilon(ops.cast(step, "float32"))
 
     @abc.abstractmethod
-    def epsilon(self, step):
+    def epsilon(self, step: TensorLike) -> TensorLike:
         """ε_i for a float32 scalar step i."""
 
     @abc.abstractmethod
-    def get_config(self):
+    def get_config(self) -> Config:
         """The constructor arguments, a dict."""
 
     @classmethod
-    def from_config(cls, config):
+    def from_config(cls, config: Config) -> SamplingSchedule:
+        """The schedule `get_config` describes."""
         return cls(**config)
 
 
@@ -58,7 +62,7 @@ class LinearSamplingSchedule(SamplingSchedule):
         minimum: The floor ε_min in [0, 1). Default 0.
     """
 
-    def __init__(self, decay_steps, minimum=0.0):
+    def __init__(self, decay_steps: float, minimum: float = 0.0) -> None:
         self.decay_steps = check_number(
             "decay_steps", decay_steps, low=0, low_open=True
         )
@@ -66,10 +70,10 @@ class LinearSamplingSchedule(SamplingSchedule):
             "minimum", minimum, low=0.0, high=1.0, high_open=True
         )
 
-    def epsilon(self, step):
+    def epsilon(self, step: TensorLike) -> TensorLike:
         return ops.maximum(self.minimum, 1.0 - step / self.decay_steps)
 
-    def get_config(self):
+    def get_config(self) -> Config:
         return {"decay_steps": self.decay_steps, "minimum": self.minimum}
 
 
@@ -82,15 +86,15 @@ class ExponentialSamplingSchedule(SamplingSchedule):
             693 steps.
     """
 
-    def __init__(self, k):
+    def __init__(self, k: float) -> None:
         self.k = check_number(
             "k", k, low=0.0, high=1.0, low_open=True, high_open=True
         )
 
-    def epsilon(self, step):
+    def epsilon(self, step: TensorLike) -> TensorLike:
         return ops.exp(step * math.log(self.k))
 
-    def get_config(self):
+    def get_config(self) -> Config:
         return {"k": self.k}
 
 
@@ -103,12 +107,12 @@ class InverseSigmoidSamplingSchedule(SamplingSchedule):
             about k steps around it.
     """
 
-    def __init__(self, k):
+    def __init__(self, k: float) -> None:
         self.k = check_number("k", k, low=1.0)
 
-    def epsilon(self, step):
+    def epsilon(self, step: TensorLike) -> TensorLike:
         # k / (k + e^{i/k}) = σ(ln k − i/k): no overflow for large i.
         return ops.sigmoid(math.log(self.k) - step / self.k)
 
-    def get_config(self):
+    def get_config(self) -> Config:
         return {"k": self.k}

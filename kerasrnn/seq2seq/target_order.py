@@ -15,14 +15,17 @@ y_L first and reverse every answer (and its alignment rows) before
 returning it.
 """
 
+from __future__ import annotations
+
 import tensorflow as tf
 
 from kerasrnn.seq2seq.vocabulary import END_ID, PAD_ID, START_ID
+from kerasrnn.types import TensorLike
 
 TARGET_ORDERS = ("left_to_right", "right_to_left")
 
 
-def reverse_first(values, lengths, axis):
+def reverse_first(values: TensorLike, lengths: TensorLike, axis: int) -> TensorLike:
     """Reverse the first `lengths` entries along `axis` of each row.
 
     Args:
@@ -44,14 +47,14 @@ def reverse_first(values, lengths, axis):
     return tf.gather(values, index, axis=axis, batch_dims=axis)
 
 
-def reversed_decoder_input(decoder_input):
+def reversed_decoder_input(decoder_input: TensorLike) -> TensorLike:
     """`(batch, T)` [<start>, y_1 … y_L, 0 …] -> [<start>, y_L … y_1, 0 …]."""
     tokens = decoder_input[:, 1:]
     lengths = tf.reduce_sum(tf.cast(tokens != PAD_ID, tf.int32), axis=1)
     return tf.concat([decoder_input[:, :1], reverse_first(tokens, lengths, 1)], axis=1)
 
 
-def in_target_order(steps, decoder_input):
+def in_target_order(steps: TensorLike, decoder_input: TensorLike) -> TensorLike:
     """A right-to-left model's per-step outputs, put in the targets' order.
 
     Args:
@@ -68,7 +71,9 @@ def in_target_order(steps, decoder_input):
     return reverse_first(steps, lengths, 1)
 
 
-def answers_left_to_right(sequences, alignments):
+def answers_left_to_right(
+    sequences: TensorLike, alignments: TensorLike | None
+) -> tuple[TensorLike, TensorLike | None]:
     """Decoded right-to-left answers, reversed to read left to right.
 
     Args:
@@ -87,7 +92,7 @@ def answers_left_to_right(sequences, alignments):
     return sequences, reverse_first(alignments, lengths, -2)
 
 
-def teacher_forcing_of(sequences):
+def teacher_forcing_of(sequences: TensorLike) -> tuple[TensorLike, TensorLike]:
     """Decoded answers -> the teacher-forced batch that scores them.
 
     Args:

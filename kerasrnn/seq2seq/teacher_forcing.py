@@ -2,12 +2,17 @@
 that `fit` trains a `Seq2Seq` on, step t fed y_{t-1} and scored on y_t.
 """
 
+from __future__ import annotations
+
 import tensorflow as tf
 
 from kerasrnn.seq2seq.vocabulary import END_ID, PAD_ID, START_ID
+from kerasrnn.types import TensorLike
 
 
-def teacher_forcing_pair(source_ids, target_ids):
+def teacher_forcing_pair(
+    source_ids: TensorLike, target_ids: TensorLike
+) -> tuple[dict[str, TensorLike], TensorLike]:
     """A batch of (source, target) ids -> the `(inputs, labels)` of `fit`.
 
     Args:

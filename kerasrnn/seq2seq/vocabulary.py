@@ -13,6 +13,11 @@ Every id layout in `kerasrnn.seq2seq` is the same, for sources and targets:
 Decoders never emit `<pad>` or `<start>`.
 """
 
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
 from kerasrnn.validation import check_ids
 
 PAD_ID = 0
@@ -38,9 +43,9 @@ class Vocabulary:
     ['b', 'a']
     """
 
-    def __init__(self, tokens):
+    def __init__(self, tokens: Iterable[str]) -> None:
         tokens = list(tokens)
-        seen = set()
+        seen: set[str] = set()
         for token in tokens:
             if not isinstance(token, str) or not token:
                 raise ValueError(
@@ -61,19 +66,19 @@ class Vocabulary:
         }
 
     @property
-    def size(self):
+    def size(self) -> int:
         """Number of ids, reserved ones included (the embedding's input_dim)."""
         return len(RESERVED_TOKENS) + len(self.tokens)
 
-    def id_to_token(self):
+    def id_to_token(self) -> list[str]:
         """All tokens indexed by id: the reserved ones, then `tokens`."""
         return list(RESERVED_TOKENS) + self.tokens
 
-    def encode(self, tokens):
+    def encode(self, tokens: Iterable[str]) -> list[int]:
         """Token strings -> ids; unknown tokens become `UNKNOWN_ID`."""
         return [self.token_to_id.get(token, UNKNOWN_ID) for token in tokens]
 
-    def decode(self, ids):
+    def decode(self, ids: Iterable[int]) -> list[str]:
         """Ids -> token strings, up to the first `END_ID`, skipping pad/start.
 
         Args:
@@ -88,15 +93,15 @@ class Vocabulary:
                 checked over all of `ids` before any is decoded (a negative
                 id would otherwise index from the end of the list).
         """
-        ids = check_ids("ids", list(ids), self.size)
-        if ids.ndim != 1:
+        checked = check_ids("ids", list(ids), self.size)
+        if checked.ndim != 1:
             raise ValueError(
                 "Argument `ids` must be one sequence of ids (1-D). "
-                f"Received ids of shape {ids.shape}"
+                f"Received ids of shape {checked.shape}"
             )
         id_to_token = self.id_to_token()
         tokens = []
-        for index in ids.tolist():
+        for index in checked.tolist():
             if index == END_ID:
                 break
             if index in (PAD_ID, START_ID):
@@ -104,9 +109,11 @@ class Vocabulary:
             tokens.append(id_to_token[index])
         return tokens
 
-    def get_config(self):
+    def get_config(self) -> dict[str, Any]:
+        """`{"tokens": [...]}`, what `from_config` takes."""
         return {"tokens": list(self.tokens)}
 
     @classmethod
-    def from_config(cls, config):
+    def from_config(cls, config: dict[str, Any]) -> Vocabulary:
+        """The vocabulary `get_config` describes."""
         return cls(**config)
