@@ -88,7 +88,7 @@ class DecoderAttention(abc.ABC):
         states: list[tf.Tensor],
         context: Context,
         queries_per_source: int,
-        training: bool,
+        training: bool | None,
     ) -> tuple[tf.Tensor, list[tf.Tensor], tf.Tensor | None]:
         """Run the decoder cell once, with attention where this kind puts it.
 
@@ -129,7 +129,7 @@ def run_cell(
     cell: keras.layers.Layer,
     pieces: list[tf.Tensor],
     states: list[tf.Tensor],
-    training: bool,
+    training: bool | None,
 ) -> tuple[tf.Tensor, list[tf.Tensor]]:
     """The cell on the concatenated `pieces`: `(output, new_states as a list)`."""
     x = pieces[0] if len(pieces) == 1 else ops.concatenate(pieces, axis=-1)
@@ -157,7 +157,7 @@ class NoAttention(DecoderAttention):
         states: list[tf.Tensor],
         context: Context,
         queries_per_source: int,
-        training: bool,
+        training: bool | None,
     ) -> tuple[tf.Tensor, list[tf.Tensor], tf.Tensor | None]:
         output, new_states = run_cell(cell, pieces, states, training)
         return output, new_states, None
@@ -218,7 +218,7 @@ class BahdanauDecoderAttention(MemoryAttention):
         states: list[tf.Tensor],
         context: Context,
         queries_per_source: int,
-        training: bool,
+        training: bool | None,
     ) -> tuple[tf.Tensor, list[tf.Tensor], tf.Tensor | None]:
         attended, alignment = self.attend(states[0], context, queries_per_source)
         output, new_states = run_cell(cell, [*pieces, attended], states, training)
@@ -271,7 +271,7 @@ class LuongDecoderAttention(MemoryAttention):
         states: list[tf.Tensor],
         context: Context,
         queries_per_source: int,
-        training: bool,
+        training: bool | None,
     ) -> tuple[tf.Tensor, list[tf.Tensor], tf.Tensor | None]:
         cell_states = list(states)
         if self.input_feeding:

@@ -16,7 +16,10 @@ from kerasrnn.types import TensorLike
 
 @contextlib.contextmanager
 def sequence_dropout_masks(
-    cell: keras.layers.Layer, step_input: TensorLike, state: TensorLike, training: bool
+    cell: keras.layers.Layer,
+    step_input: TensorLike,
+    state: TensorLike,
+    training: bool | None,
 ) -> Iterator[None]:
     """Draw `cell`'s per-sequence dropout masks before a hand-written loop.
 

@@ -35,7 +35,11 @@ decoding, which keep one hypothesis, use the left-to-right members alone. An
 ensemble of right-to-left members only decodes right to left.
 """
 
+from __future__ import annotations
+
 import math
+from collections.abc import Sequence
+from typing import Any
 
 import keras
 import tensorflow as tf
@@ -46,6 +50,7 @@ from kerasrnn.seq2seq.model import Seq2Seq
 from kerasrnn.seq2seq.protocol import DecoderStep
 from kerasrnn.seq2seq.target_order import teacher_forcing_of
 from kerasrnn.seq2seq.vocabulary import PAD_ID
+from kerasrnn.types import Config, ShapeLike, TensorLike
 from kerasrnn.validation import check_number
 
 
@@ -82,7 +87,9 @@ class Seq2SeqEnsemble(keras.Model):
     >>> seq2seq.beam_search_decode(ensemble, source_ids, 4, 20)  # doctest: +SKIP
     """
 
-    def __init__(self, members, rescoring_weight=1.0, **kwargs):
+    def __init__(
+        self, members: Sequence[Seq2Seq], rescoring_weight: float = 1.0, **kwargs: Any
+    ) -> None:
         super().__init__(**kwargs)
         if isinstance(members, (list, tuple)):
             members = [
@@ -115,21 +122,20 @@ class Seq2SeqEnsemble(keras.Model):
         self.attention_kind = kinds.pop() if len(kinds) == 1 else "mixed"
         self.build()
 
-    def build(self, input_shape=None):
-        # Nothing to create: every member built its weights in its own
-        # constructor, so a restored ensemble can load its weights at once.
-        pass
+    def build(self, input_shape: ShapeLike | dict[str, ShapeLike] | None = None) -> None:
+        """Nothing to create: every member built its weights in its own
+        constructor, so a restored ensemble can load its weights at once."""
 
     # Methods, not properties: Keras saves a model by walking its
     # attributes in name order, and a property listing members would file
     # their weights under its own name in place of `members`.
-    def decoding_members(self):
+    def decoding_members(self) -> list[Seq2Seq]:
         """The members whose mixture makes every decoding step: the
         left-to-right ones, or all if every member reads right to left."""
         left_to_right = [m for m in self.members if not m.reads_right_to_left]
         return left_to_right or list(self.members)
 
-    def rescorers(self):
+    def rescorers(self) -> list[Seq2Seq]:
         """The right-to-left members that rescore beam search's hypotheses
         (none unless left-to-right members decode)."""
         if all(member.reads_right_to_left for member in self.members):
@@ -161,9 +167,10 @@ class Seq2SeqEnsemble(keras.Model):
         """Whether the decoding members read the target backwards."""
         return self.decoding_members()[0].reads_right_to_left
 
-    def _split_states(self, states):
+    def _split_states(self, states: list[TensorLike]) -> list[list[TensorLike]]:
         """The flat state list of `encode` -> one list per decoding member."""
-        pieces, start = [], 0
+        pieces: list[list[TensorLike]] = []
+        start = 0
         for member in self.decoding_members():
             count = len(member.decoder_state_sizes)
             pieces.append(list(states[start : start + count]))
@@ -171,7 +178,12 @@ class Seq2SeqEnsemble(keras.Model):
         return pieces
 
     # ------------------------------------------------------------- training
-    def call(self, inputs, training=None):
+    def call(
+        self,
+        inputs: dict[str, TensorLike] | tuple[TensorLike, TensorLike],
+        training: bool | None = None,
+    ) -> TensorLike:
+        """`(N, batch, T, V)`: every member's logits; see the call arguments."""
         step = None
         if training and self.optimizer is not None:
             # The members have no optimizer of their own to count steps.
@@ -184,18 +196,21 @@ class Seq2SeqEnsemble(keras.Model):
         )
 
     # ------------------------------------------------------------- decoding
-    def encode(self, source_ids, training=False):
+    def encode(
+        self, source_ids: TensorLike, training: bool | None = False
+    ) -> tuple[list[TensorLike], dict[str, Any]]:
         """Every decoding member's `encode`: `(states, context)`, the
         members' state lists concatenated and `{"members": [each member's
         context]}`."""
-        states, contexts = [], []
+        states: list[TensorLike] = []
+        contexts: list[dict[str, Any]] = []
         for member in self.decoding_members():
             member_states, member_context = member.encode(source_ids, training)
             states.extend(member_states)
             contexts.append(member_context)
         return states, {"members": contexts}
 
-    def context_for_beams(self, context, width):
+    def context_for_beams(self, context: dict[str, Any], width: int) -> dict[str, Any]:
         """`Seq2Seq.context_for_beams` of every decoding member."""
         return {
             "members": [
@@ -207,8 +222,13 @@ class Seq2SeqEnsemble(keras.Model):
         }
 
     def decode_step(
-        self, tokens, states, context, training=False, queries_per_source=1
-    ):
+        self,
+        tokens: TensorLike,
+        states: list[TensorLike],
+        context: dict[str, Any],
+        training: bool | None = False,
+        queries_per_source: int = 1,
+    ) -> DecoderStep:
         """One step of every decoding member, mixed: see `Seq2Seq.decode_step`.
 
         Returns:
@@ -218,7 +238,9 @@ class Seq2SeqEnsemble(keras.Model):
             α_t `(batch, S)`, the members' mean, when every decoding member
             attends (else None).
         """
-        log_probs, new_states, alignments = [], [], []
+        log_probs: list[TensorLike] = []
+        new_states: list[TensorLike] = []
+        alignments: list[TensorLike | None] = []
         for member, member_states, member_context in zip(
             self.decoding_members(), self._split_states(states), context["members"]
         ):
@@ -237,7 +259,9 @@ class Seq2SeqEnsemble(keras.Model):
             alignment = ops.mean(ops.stack(alignments), axis=0)
         return DecoderStep(mixed, new_states, alignment)
 
-    def attention_weights(self, inputs):
+    def attention_weights(
+        self, inputs: dict[str, TensorLike] | tuple[TensorLike, TensorLike]
+    ) -> TensorLike:
         """The decoding members' mean α of a teacher-forced batch: `(B, T,
         S)`, see `Seq2Seq.attention_weights` (each member checks the inputs)."""
         if not self.has_attention:
@@ -278,7 +302,7 @@ class Seq2SeqEnsemble(keras.Model):
         )
         return scores + self.rescoring_weight * ops.reshape(rescored, ops.shape(scores))
 
-    def _rescorer_log_probs(self, source_ids, sequences):
+    def _rescorer_log_probs(self, source_ids: TensorLike, sequences: TensorLike) -> TensorLike:
         """log p_R2L(y | x) of decoded answers under the rescorers' mixture.
 
         Args:
@@ -299,7 +323,8 @@ class Seq2SeqEnsemble(keras.Model):
         return ops.sum(ops.where(targets != PAD_ID, picked, 0.0), axis=-1)
 
     # --------------------------------------------------------------- config
-    def get_config(self):
+    def get_config(self) -> Config:
+        """The members serialized, and `rescoring_weight`."""
         return {
             "name": self.name,
             "trainable": self.trainable,
@@ -310,5 +335,6 @@ class Seq2SeqEnsemble(keras.Model):
         }
 
     @classmethod
-    def from_config(cls, config):
+    def from_config(cls, config: Config) -> Seq2SeqEnsemble:
+        """The ensemble `get_config` describes (its weights not included)."""
         return cls(**config)

@@ -60,7 +60,10 @@ only real tokens in both directions; the decoder needs no mask, because
 right padding only follows the last real step and the loss skips it.
 """
 
+from __future__ import annotations
+
 import json
+from typing import Any
 
 import keras
 import tensorflow as tf
@@ -77,6 +80,7 @@ from kerasrnn.seq2seq.target_order import (
     reversed_decoder_input,
 )
 from kerasrnn.seq2seq.vocabulary import END_ID, PAD_ID
+from kerasrnn.types import Config, ShapeLike, TensorLike
 from kerasrnn.validation import (
     check_bool,
     check_choice,
@@ -87,7 +91,7 @@ from kerasrnn.validation import (
 
 CONTEXTS = ("initial_state", "every_step", "both")
 
-def _state_sizes(cell):
+def _state_sizes(cell: keras.layers.Layer) -> list[int]:
     """The cell's state sizes as a list of ints ([n] or [n, n] for an LSTM)."""
     sizes = cell.state_size
     return list(sizes) if isinstance(sizes, (list, tuple)) else [sizes]
@@ -145,21 +149,21 @@ class Seq2Seq(keras.Model):
 
     def __init__(
         self,
-        source_vocabulary_size,
-        target_vocabulary_size,
-        cell,
-        embedding_dim=64,
-        encoder_layers=1,
-        bidirectional=False,
-        context="initial_state",
-        attention=None,
-        attention_units=None,
-        input_feeding=None,
-        sampling_schedule=None,
-        seed=None,
-        target_order="left_to_right",
-        **kwargs,
-    ):
+        source_vocabulary_size: int,
+        target_vocabulary_size: int,
+        cell: keras.layers.Layer | Config,
+        embedding_dim: int = 64,
+        encoder_layers: int = 1,
+        bidirectional: bool = False,
+        context: str = "initial_state",
+        attention: str | None = None,
+        attention_units: int | None = None,
+        input_feeding: bool | None = None,
+        sampling_schedule: SamplingSchedule | Config | None = None,
+        seed: int | None = None,
+        target_order: str = "left_to_right",
+        **kwargs: Any,
+    ) -> None:
         super().__init__(**kwargs)
         source_vocabulary_size = check_int(
             "source_vocabulary_size", source_vocabulary_size, END_ID + 1
@@ -207,7 +211,7 @@ class Seq2Seq(keras.Model):
         self.encoder_layers = encoder_layers
         self.bidirectional = bidirectional
         self.context = context
-        self.sampling_schedule = sampling_schedule
+        self.sampling_schedule: SamplingSchedule | None = sampling_schedule
         self.seed = seed
         self.target_order = target_order
         self.seed_generator = keras.random.SeedGenerator(seed=seed)
@@ -226,7 +230,7 @@ class Seq2Seq(keras.Model):
         self.target_embedding = keras.layers.Embedding(
             target_vocabulary_size, embedding_dim, name="target_embedding"
         )
-        self.encoder = []
+        self.encoder: list[keras.layers.Layer] = []
         for index in range(encoder_layers):
             top = index == encoder_layers - 1
             layer = keras.layers.RNN(
@@ -262,7 +266,7 @@ class Seq2Seq(keras.Model):
         # model restored from its config has its weights before loading them.
         self.build()
 
-    def _copy_cell(self, name):
+    def _copy_cell(self, name: str) -> keras.layers.Layer:
         config = json.loads(self.cell_json)
         config["config"]["name"] = name
         return keras.saving.deserialize_keras_object(config)
@@ -286,13 +290,13 @@ class Seq2Seq(keras.Model):
         return [*self.state_sizes, *self._decoder_attention.state_sizes()]
 
     @property
-    def _context_size(self):
+    def _context_size(self) -> int:
         """Size of c and of each h_j: one encoder direction's output, doubled
         if bidirectional."""
         return self.cell_output_size * (2 if self.bidirectional else 1)
 
     @property
-    def _decoder_input_size(self):
+    def _decoder_input_size(self) -> int:
         """Size of the decoder cell's input: E y plus what the context and
         attention add."""
         size = self.embedding_dim
@@ -300,7 +304,8 @@ class Seq2Seq(keras.Model):
             size += self._context_size
         return size + self._decoder_attention.input_size(self._context_size)
 
-    def build(self, input_shape=None):
+    def build(self, input_shape: ShapeLike | dict[str, ShapeLike] | None = None) -> None:
+        """Create every weight; the shapes follow from the arguments alone."""
         self.source_embedding.build((None, None))
         self.target_embedding.build((None, None))
         width = self.embedding_dim
@@ -314,7 +319,9 @@ class Seq2Seq(keras.Model):
         self.output_projection.build((None, self.cell_output_size))
 
     # ---------------------------------------------------------------- encode
-    def encode(self, source_ids, training=False):
+    def encode(
+        self, source_ids: TensorLike, training: bool | None = False
+    ) -> tuple[list[TensorLike], dict[str, Any]]:
         """Run the encoder; return the decoder's initial states and context.
 
         Args:
@@ -363,7 +370,7 @@ class Seq2Seq(keras.Model):
         states.extend(self._decoder_attention.initial_states(batch, self.compute_dtype))
         return states, context
 
-    def _final_output(self, outputs, mask):
+    def _final_output(self, outputs: TensorLike, mask: TensorLike) -> TensorLike:
         """The encoder's final output from its `(batch, S, m)` sequence.
 
         keras.layers.RNN returns zeros at masked steps, so the forward
@@ -381,8 +388,13 @@ class Seq2Seq(keras.Model):
 
     # ---------------------------------------------------------------- decode
     def decode_step(
-        self, tokens, states, context, training=False, queries_per_source=1
-    ):
+        self,
+        tokens: TensorLike,
+        states: list[TensorLike],
+        context: dict[str, Any],
+        training: bool | None = False,
+        queries_per_source: int = 1,
+    ) -> DecoderStep:
         """One decoder step: y_{t-1} and d_{t-1} -> logits of y_t and d_t.
 
         The equations are the module doc's; this step (with
@@ -413,7 +425,7 @@ class Seq2Seq(keras.Model):
         )
         return DecoderStep(self.output_projection(output), new_states, alignment)
 
-    def context_for_beams(self, context, width):
+    def context_for_beams(self, context: dict[str, Any], width: int) -> dict[str, Any]:
         """`context` for `width` consecutive hypotheses per example: c
         repeated per hypothesis; the memory stays one per example (see
         `decode_step`'s `queries_per_source`)."""
@@ -437,7 +449,13 @@ class Seq2Seq(keras.Model):
         """
         return scores
 
-    def call(self, inputs, training=None, sampling_step=None):
+    def call(
+        self,
+        inputs: dict[str, TensorLike] | tuple[TensorLike, TensorLike],
+        training: bool | None = None,
+        sampling_step: TensorLike | None = None,
+    ) -> TensorLike:
+        """`(batch, T, V)` logits of y_1 … y_T; see the class's call arguments."""
         source_ids, decoder_input = self._split_inputs(inputs)
         states, context = self.encode(source_ids, training=training)
         read = self._decoder_input_as_read(decoder_input)
@@ -449,21 +467,27 @@ class Seq2Seq(keras.Model):
             logits, _ = self._teacher_forced(read, states, context, training)
         return self._in_target_order(logits, decoder_input)
 
-    def _decoder_input_as_read(self, decoder_input):
+    def _decoder_input_as_read(self, decoder_input: TensorLike) -> TensorLike:
         """The decoder input as the decoder reads it: reversed tokens for a
         right-to-left model."""
         if self.reads_right_to_left:
             return reversed_decoder_input(decoder_input)
         return decoder_input
 
-    def _in_target_order(self, steps, decoder_input):
+    def _in_target_order(self, steps: TensorLike, decoder_input: TensorLike) -> TensorLike:
         """`(batch, T, …)` per-step outputs of `_decoder_input_as_read(
         decoder_input)` put back in the order of the targets."""
         if self.reads_right_to_left:
             return in_target_order(steps, decoder_input)
         return steps
 
-    def _teacher_forced(self, decoder_input, states, context, training=False):
+    def _teacher_forced(
+        self,
+        decoder_input: TensorLike,
+        states: list[TensorLike],
+        context: dict[str, Any],
+        training: bool | None = False,
+    ) -> tuple[TensorLike, TensorLike | None]:
         """The decoder fed y_{t-1} at every step: `(logits, alignments)`.
 
         When no step's input depends on an earlier step's attention (no
@@ -490,7 +514,9 @@ class Seq2Seq(keras.Model):
         return self.output_projection(outputs), alignments
 
     @staticmethod
-    def _split_inputs(inputs):
+    def _split_inputs(
+        inputs: dict[str, TensorLike] | tuple[TensorLike, TensorLike],
+    ) -> tuple[TensorLike, TensorLike]:
         """`{"source", "decoder_input"}` or a pair -> two int32 tensors."""
         if isinstance(inputs, dict):
             source_ids, decoder_input = inputs["source"], inputs["decoder_input"]
@@ -498,7 +524,14 @@ class Seq2Seq(keras.Model):
             source_ids, decoder_input = inputs
         return ops.cast(source_ids, "int32"), ops.cast(decoder_input, "int32")
 
-    def _unroll(self, decoder_input, states, context, teacher=None, training=False):
+    def _unroll(
+        self,
+        decoder_input: TensorLike,
+        states: list[TensorLike],
+        context: dict[str, Any],
+        teacher: TensorLike | None = None,
+        training: bool | None = False,
+    ) -> tuple[TensorLike, TensorLike | None]:
         """Run `decode_step` over the decoder input, one step at a time.
 
         Args:
@@ -522,7 +555,12 @@ class Seq2Seq(keras.Model):
         if self.has_attention:
             outputs["alignments"] = tf.TensorArray(tf.float32, size=steps)
 
-        def step(t, previous, states, outputs):
+        def step(
+            t: TensorLike,
+            previous: TensorLike,
+            states: list[TensorLike],
+            outputs: dict[str, Any],
+        ) -> tuple[TensorLike, TensorLike, list[TensorLike], dict[str, Any]]:
             tokens = inputs_by_step[t]
             if teacher_by_step is not None:
                 tokens = tf.where(teacher_by_step[t], tokens, previous)
@@ -552,7 +590,9 @@ class Seq2Seq(keras.Model):
             return logits, None
         return logits, tf.transpose(outputs["alignments"].stack(), [1, 0, 2])
 
-    def attention_weights(self, inputs):
+    def attention_weights(
+        self, inputs: dict[str, TensorLike] | tuple[TensorLike, TensorLike]
+    ) -> TensorLike:
         """α of a teacher-forced batch.
 
         Args:
@@ -597,14 +637,23 @@ class Seq2Seq(keras.Model):
         return self._in_target_order(alignments, decoder_input)
 
     # ----------------------------------------------------- scheduled sampling
-    def _current_epsilon(self, step=None):
+    def _current_epsilon(self, step: TensorLike | None = None) -> TensorLike:
         """ε_i of the sampling schedule at step i: `step`, by default the
         optimizer's step count (0 before training)."""
+        # Called only when the model samples.
+        assert self.sampling_schedule is not None
         if step is None:
             step = 0 if self.optimizer is None else self.optimizer.iterations
         return self.sampling_schedule(step)
 
-    def scheduled_sampling(self, decoder_input, states, context, epsilon, training):
+    def scheduled_sampling(
+        self,
+        decoder_input: TensorLike,
+        states: list[TensorLike],
+        context: dict[str, Any],
+        epsilon: TensorLike,
+        training: bool | None,
+    ) -> TensorLike:
         """Unroll the decoder feeding y_{t-1} with probability ε, else ŷ_{t-1}.
 
         Args:
@@ -629,7 +678,8 @@ class Seq2Seq(keras.Model):
         )
         return logits
 
-    def train_step(self, data):
+    def train_step(self, data: Any) -> dict[str, Any]:
+        """Keras's step, logging ε too when the model samples."""
         if self.sampling_schedule is None:
             return super().train_step(data)
         epsilon = self._current_epsilon()
@@ -638,7 +688,8 @@ class Seq2Seq(keras.Model):
         return logs
 
     # ---------------------------------------------------------------- config
-    def get_config(self):
+    def get_config(self) -> Config:
+        """Every constructor argument, the cell and schedule serialized."""
         return {
             "name": self.name,
             "trainable": self.trainable,
@@ -660,5 +711,6 @@ class Seq2Seq(keras.Model):
         }
 
     @classmethod
-    def from_config(cls, config):
+    def from_config(cls, config: Config) -> Seq2Seq:
+        """The model `get_config` describes (its weights not included)."""
         return cls(**config)
