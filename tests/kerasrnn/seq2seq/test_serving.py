@@ -1,15 +1,15 @@
 """The string SavedModel, loaded in a process that cannot import kerasrnn."""
 
+import keras
 import numpy as np
 import pytest
 import tensorflow as tf
+from tensorflow.core.protobuf import saved_model_pb2
 
-import keras
 import kerasrnn
 from kerasrnn import seq2seq
 from kerasrnn.seq2seq.serving import BATCH_STEP, LENGTH_STEP, padded_to_bucket
 from tests.isolated import PROJECT, last_json, run_without
-from tensorflow.core.protobuf import saved_model_pb2
 
 # Every test here exports or serves a SavedModel.
 pytestmark = pytest.mark.slow
@@ -115,7 +115,10 @@ def test_odd_inputs_have_their_documented_results(exported):
     *_, served = exported
     answer = dict(zip(WORDS, served["outputs"]))
     assert answer[""] == answer["   "] == answer["ééé"] == ""
-    assert answer[b"b\xffad"] == answer["BaD"] == answer[" bad\t"] == answer["b1a-d"] == answer["bäad"] == answer["bad"]
+    assert (
+        answer[b"b\xffad"] == answer["BaD"] == answer[" bad\t"] == answer["b1a-d"]
+        == answer["bäad"] == answer["bad"]
+    )
     assert answer["abcdefabcdefabcdef"] == answer["abcdefab"]
     assert answer["fade cafe"] == answer["fadecafe"]
     emitted = {p for out in served["beam_outputs"] for o in out for p in o.split()}
