@@ -28,8 +28,12 @@ Why each step is there (measured with TensorFlow 2.21):
   resizable batch dimension cannot pass, and its unrolled loop misplaces the
   zeros of masked steps when it runs backwards; the export steps the layers'
   cells through loops of its own (`_litert_inner_loop`).
-- A fixed `sequence_length` unrolls the time loop: no `WHILE` at all, about
-  twenty times faster per call.
+- A fixed `sequence_length` unrolls the time loop: no `WHILE` at all. On a
+  bidirectional layer of 16 units over 12 steps at batch 1 (ElmanCell,
+  LSTMCell, GRUCell; `invoke()` in `ai_edge_litert`, best of 12 rounds on
+  two shared CPU cores) a call took 5, 13 and 14 µs unrolled against 41,
+  75 and 69 µs looped (4 to 8 times), where the traced Keras model took
+  1.3 to 1.8 ms and `model(x)` 47 to 101 ms.
 """
 
 import contextlib
@@ -650,10 +654,11 @@ def export_litert(
     "serving_default")` call resizes to the arrays it is given.
 
     A fixed `sequence_length` unrolls the time loop (no `WHILE`): the fast
-    path, about twenty times faster per call than the loop on a small
-    bidirectional model; sequences are padded to that length (and masked
-    if the model masks). `None` keeps a `WHILE` loop that runs for any
-    length.
+    path, 4 to 8 times faster per call than the loop on a small
+    bidirectional model (the module's docstring has the figures); a
+    client pads shorter sequences to that length, which only a model that
+    masks its padding ignores. `None` keeps a `WHILE` loop that runs for
+    any length.
 
     Args:
         model: A built `keras.Model` with at least one recurrent layer and
