@@ -227,22 +227,25 @@ def check_without_tensorflow(cases, directory):
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def save_case(directory, name, model, tflite, feeds):
+def save_case(directory, name, model, tflite, feeds, names=None):
     """Save the feeds and the model's outputs on them for the checker.
 
     The first feed's outputs come from `model.predict`; the others from the
     model called eagerly (the same layers: `predict` traces them into a
     graph first, which for these many-layered models costs seconds per
-    input shape).
+    input shape). `names`: `(input, output)` names in the file of a model
+    with one unnamed input and one output; otherwise the model's own.
     """
     arrays = {}
-    input_name = model.inputs[0].name
+    input_name = names[0] if names else model.inputs[0].name
     for run, feed in enumerate(feeds):
         arrays[f"{run}/in/{input_name}"] = feed
         if run == 0:
             predicted = model.predict(feed, verbose=0)
         else:
             predicted = model(feed, training=False)
+        if names:
+            predicted = {names[1]: predicted}
         for output, value in predicted.items():
             arrays[f"{run}/out/{output}"] = np.asarray(value, "float32")
     data = directory / f"{name}.npz"
@@ -292,10 +295,33 @@ def exported(tmp_path_factory):
         )
         cases.append(save_case(directory, case, quantizable, tflite, feeds))
         exports[case] = (quantizable, os.path.getsize(tflite))
+    # A Sequential model: its input has no name of its own, its output is
+    # its last layer's; the length it declares stays fixed in the loop.
+    sequential = keras.Sequential(
+        [
+            keras.Input((LENGTH, FEATURES)),
+            keras.layers.LSTM(3, return_sequences=True),
+            keras.layers.GRU(3),
+            keras.layers.Dense(2, name="scores"),
+        ]
+    )
+    tflite = export_litert(sequential, directory / "sequential.tflite")
+    feeds = [makers["plain"](2, LENGTH), makers["plain"](1, LENGTH)]
+    cases.append(
+        save_case(directory, "sequential", sequential, tflite, feeds, ("inputs", "scores"))
+    )
     return exports, check_without_tensorflow(cases, directory)
 
 
 CASES = ["masked_unrolled", "masked_looped", "plain_unrolled", "plain_looped"]
+
+
+@pytest.mark.slow
+def test_a_sequential_model_is_named_inputs_and_by_its_last_layer(exported):
+    result = exported[1]["sequential"]
+    assert result["inputs"] == {"inputs": ["float32", [-1, LENGTH, FEATURES]]}
+    assert result["outputs"] == {"scores": ["float32", [-1, 2]]}
+    assert result["errors"] and max(result["errors"].values()) <= 1e-5
 
 
 @pytest.mark.slow
