@@ -34,7 +34,10 @@ An ensemble's right-to-left members rescore beam search's hypotheses (see
 `kerasrnn.seq2seq.ensemble`).
 """
 
-from typing import NamedTuple
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 import numpy as np
 import tensorflow as tf
@@ -43,6 +46,7 @@ from kerasrnn.seq2seq.loss import FORBIDDEN_LOG_PROB, next_token_log_probs
 from kerasrnn.seq2seq.protocol import DecodableModel
 from kerasrnn.seq2seq.target_order import answers_left_to_right
 from kerasrnn.seq2seq.vocabulary import END_ID, PAD_ID, START_ID
+from kerasrnn.types import TensorLike
 from kerasrnn.validation import (
     check_bool,
     check_ids,
@@ -50,6 +54,9 @@ from kerasrnn.validation import (
     check_number,
     check_positive_int,
 )
+
+#: How decoding picks y_t: `(t, log_probs (batch, V)) -> tokens (batch,)`.
+Choice = Callable[[TensorLike, TensorLike], TensorLike]
 
 
 class DecodeResult(NamedTuple):
@@ -75,7 +82,9 @@ class DecodeResult(NamedTuple):
     alignments: tf.Tensor | None
 
 
-def check_decoder_arguments(model, source_ids, return_alignments):
+def check_decoder_arguments(
+    model: DecodableModel, source_ids: TensorLike, return_alignments: bool
+) -> tuple[TensorLike, bool]:
     """Refuse what the model cannot decode, before any TensorFlow op runs.
 
     Args:
@@ -118,7 +127,7 @@ def check_decoder_arguments(model, source_ids, return_alignments):
     return tf.constant(ids, tf.int32), return_alignments
 
 
-def check_decodable(model):
+def check_decodable(model: object) -> None:
     """Refuse a `model` that is not a `DecodableModel` (a `Seq2Seq`, a
     `Seq2SeqEnsemble`, or another object with the protocol's members)."""
     if not isinstance(model, DecodableModel):
@@ -129,27 +138,29 @@ def check_decodable(model):
         )
 
 
-def append_token(sequences, t, tokens):
+def append_token(sequences: TensorLike, t: TensorLike, tokens: TensorLike) -> TensorLike:
     """Write `tokens` (…,) at position t of `sequences` (…, max_length)."""
     max_length = tf.shape(sequences)[-1]
     return sequences + tf.one_hot(t, max_length, dtype=tf.int32) * tokens[..., None]
 
 
-def append_alignment(alignments, t, alignment):
+def append_alignment(
+    alignments: TensorLike, t: TensorLike, alignment: TensorLike
+) -> TensorLike:
     """Write `alignment` (…, S) at row t of `alignments` (…, max_length, S)."""
     max_length = tf.shape(alignments)[-2]
     row = tf.one_hot(t, max_length, dtype=alignments.dtype)[:, None]
     return alignments + row * alignment[..., None, :]
 
 
-def keep_shapes(step):
+def keep_shapes(step: Callable[..., Any]) -> Callable[..., Any]:
     """`step` with its outputs given its inputs' static shapes.
 
     Gathers and reshapes lose the static batch size that `tf.while_loop`
     requires to stay the same across iterations.
     """
 
-    def step_with_shapes(*loop_vars):
+    def step_with_shapes(*loop_vars: Any) -> Any:
         return tf.nest.map_structure(
             lambda new, old: tf.ensure_shape(new, old.shape),
             step(*loop_vars),
@@ -159,12 +170,18 @@ def keep_shapes(step):
     return step_with_shapes
 
 
-def all_padding(source_ids):
+def all_padding(source_ids: TensorLike) -> TensorLike:
     """`(batch,)` bool: the sources that hold no token."""
     return tf.reduce_all(tf.equal(source_ids, PAD_ID), axis=-1)
 
 
-def decode_tokens(model, source_ids, max_length, choose, return_alignments):
+def decode_tokens(
+    model: DecodableModel,
+    source_ids: TensorLike,
+    max_length: int,
+    choose: Choice,
+    return_alignments: bool,
+) -> DecodeResult:
     """The loop greedy and sampling decoding share.
 
     `choose(t, log_probs (batch, V)) -> tokens (batch,)` picks y_t.
@@ -180,7 +197,13 @@ def decode_tokens(model, source_ids, max_length, choose, return_alignments):
             [batch, max_length, tf.shape(source_ids)[1]], tf.float32
         )
 
-    def step(t, previous, states, finished, outputs):
+    def step(
+        t: TensorLike,
+        previous: TensorLike,
+        states: list[TensorLike],
+        finished: TensorLike,
+        outputs: dict[str, TensorLike],
+    ) -> tuple[TensorLike, TensorLike, list[TensorLike], TensorLike, dict[str, TensorLike]]:
         decoded = model.decode_step(previous, states, context)
         log_probs = next_token_log_probs(decoded.logits)
         tokens = choose(t, log_probs)
@@ -215,7 +238,9 @@ def decode_tokens(model, source_ids, max_length, choose, return_alignments):
     return DecodeResult(sequences, log_probs, log_probs, alignments)
 
 
-def read_left_to_right(model, sequences, alignments):
+def read_left_to_right(
+    model: DecodableModel, sequences: TensorLike, alignments: TensorLike | None
+) -> tuple[TensorLike, TensorLike | None]:
     """`(sequences, alignments)`: the answers (and their α rows, or None) of
     a model that decodes right to left, reversed to read left to right; the
     others' unchanged."""
@@ -224,16 +249,23 @@ def read_left_to_right(model, sequences, alignments):
     return answers_left_to_right(sequences, alignments)
 
 
-def greedy_choice(t, log_probs):
+def greedy_choice(t: TensorLike, log_probs: TensorLike) -> TensorLike:
     return tf.argmax(log_probs, axis=-1, output_type=tf.int32)
 
 
 @tf.function(reduce_retracing=True)
-def compiled_greedy(model, source_ids, max_length, return_alignments):
+def compiled_greedy(
+    model: DecodableModel, source_ids: TensorLike, max_length: int, return_alignments: bool
+) -> DecodeResult:
     return decode_tokens(model, source_ids, max_length, greedy_choice, return_alignments)
 
 
-def greedy_decode(model, source_ids, max_length, return_alignments=False):
+def greedy_decode(
+    model: DecodableModel,
+    source_ids: TensorLike,
+    max_length: int,
+    return_alignments: bool = False,
+) -> DecodeResult:
     """y_t = argmax_y p(y | y_<t, c) at every step.
 
     Args:
@@ -255,7 +287,15 @@ def greedy_decode(model, source_ids, max_length, return_alignments=False):
 
 
 @tf.function(reduce_retracing=True)
-def compiled_sample(model, source_ids, max_length, temperature, top_k, seed, return_alignments):
+def compiled_sample(
+    model: DecodableModel,
+    source_ids: TensorLike,
+    max_length: int,
+    temperature: float,
+    top_k: int | None,
+    seed: int,
+    return_alignments: bool,
+) -> DecodeResult:
     # All noise is drawn before the loop: a seed computed inside a
     # tf.while_loop gives different streams with and without XLA.
     uniform = tf.random.stateless_uniform(
@@ -264,7 +304,7 @@ def compiled_sample(model, source_ids, max_length, temperature, top_k, seed, ret
     )
     gumbel = -tf.math.log(-tf.math.log(uniform))
 
-    def choose(t, log_probs):
+    def choose(t: TensorLike, log_probs: TensorLike) -> TensorLike:
         scaled = log_probs / temperature
         if top_k is not None:
             kth = tf.math.top_k(scaled, k=top_k).values[:, -1:]
@@ -275,9 +315,14 @@ def compiled_sample(model, source_ids, max_length, temperature, top_k, seed, ret
 
 
 def sample_decode(
-    model, source_ids, max_length, temperature=1.0, top_k=None, seed=0,
-    return_alignments=False,
-):
+    model: DecodableModel,
+    source_ids: TensorLike,
+    max_length: int,
+    temperature: float = 1.0,
+    top_k: int | None = None,
+    seed: int = 0,
+    return_alignments: bool = False,
+) -> DecodeResult:
     """Draw y_t from softmax(logits / temperature), optionally among the top k.
 
     Sampling uses the Gumbel-max trick with stateless Philox noise: the same
@@ -317,13 +362,20 @@ def sample_decode(
     )
 
 
-def length_penalty_factor(lengths, alpha):
+def length_penalty_factor(lengths: TensorLike, alpha: float) -> TensorLike:
     """GNMT length penalty lp(L) = ((5 + L) / 6)^α (Wu et al., 2016)."""
     return tf.pow((5.0 + tf.cast(lengths, tf.float32)) / 6.0, alpha)
 
 
 @tf.function(reduce_retracing=True)
-def compiled_beam_search(model, source_ids, width, max_length, alpha, return_alignments):
+def compiled_beam_search(
+    model: DecodableModel,
+    source_ids: TensorLike,
+    width: int,
+    max_length: int,
+    alpha: float,
+    return_alignments: bool,
+) -> DecodeResult:
     states, context = model.encode(source_ids)
     batch = tf.shape(source_ids)[0]
 
@@ -359,7 +411,13 @@ def compiled_beam_search(model, source_ids, width, max_length, alpha, return_ali
             [max_length, batch, width, tf.shape(source_ids)[1]], tf.float32
         )
 
-    def step(t, previous, states, finished, hypotheses):
+    def step(
+        t: TensorLike,
+        previous: TensorLike,
+        states: list[TensorLike],
+        finished: TensorLike,
+        hypotheses: dict[str, TensorLike],
+    ) -> tuple[TensorLike, TensorLike, list[TensorLike], TensorLike, dict[str, TensorLike]]:
         decoded = model.decode_step(
             previous, states, context, queries_per_source=width
         )
@@ -377,7 +435,7 @@ def compiled_beam_search(model, source_ids, width, max_length, alpha, return_ali
         _, best = tf.math.top_k(tf.reshape(scores, [batch, -1]), k=width)
         parents = best // vocabulary_size
 
-        def reorder(tensor):
+        def reorder(tensor: TensorLike) -> TensorLike:
             return tf.gather(tensor, parents, batch_dims=1)
 
         was_finished = reorder(finished)
@@ -442,9 +500,13 @@ def compiled_beam_search(model, source_ids, width, max_length, alpha, return_ali
 
 
 def beam_search_decode(
-    model, source_ids, beam_width, max_length, length_penalty=0.0,
-    return_alignments=False,
-):
+    model: DecodableModel,
+    source_ids: TensorLike,
+    beam_width: int,
+    max_length: int,
+    length_penalty: float = 0.0,
+    return_alignments: bool = False,
+) -> DecodeResult:
     """Beam search: keep the `beam_width` best hypotheses at every step.
 
     At step t every live hypothesis is extended by every token and every

@@ -34,7 +34,8 @@ error:
 |---|---|
 | leading/trailing whitespace | stripped first |
 | upper case | lower-cased first (`lowercase=True`, Unicode-aware) |
-| tokens not in the source vocabulary (unseen characters, digits, inner spaces with `split="characters"`, invalid UTF-8 bytes) | dropped |
+| tokens not in the source vocabulary (unseen characters, digits) | dropped |
+| inner spaces with `split="characters"`, invalid UTF-8 bytes | dropped |
 | empty, whitespace only, or nothing left after dropping | `""` with log-probability 0.0 |
 | more than `max_input_length` tokens | only the first `max_input_length` are read |
 | a hypothesis that has not ended after `max_output_length` tokens | cut there |
@@ -63,7 +64,10 @@ is measured by `python -m benchmarks`, which prints the ratio; the
 documentation's Benchmarks page gives the measured figures.
 """
 
+from __future__ import annotations
+
 import os
+from typing import Any
 
 import keras
 import tensorflow as tf
@@ -73,7 +77,9 @@ from kerasrnn.seq2seq.decoding import (
     beam_search_decode,
     check_decodable,
 )
+from kerasrnn.seq2seq.protocol import DecodableModel
 from kerasrnn.seq2seq.vocabulary import PAD_ID, UNKNOWN_ID, Vocabulary
+from kerasrnn.types import TensorLike
 from kerasrnn.validation import (
     check_bool,
     check_choice,
@@ -117,18 +123,18 @@ class StringSeq2Seq(tf.Module):
 
     def __init__(
         self,
-        model,
-        source_vocabulary,
-        target_vocabulary,
-        split="characters",
-        separator=" ",
-        lowercase=True,
-        beam_width=4,
-        length_penalty=0.0,
-        max_input_length=64,
-        max_output_length=64,
-        jit_compile=True,
-    ):
+        model: DecodableModel,
+        source_vocabulary: Vocabulary,
+        target_vocabulary: Vocabulary,
+        split: str = "characters",
+        separator: str = " ",
+        lowercase: bool = True,
+        beam_width: int = 4,
+        length_penalty: float = 0.0,
+        max_input_length: int = 64,
+        max_output_length: int = 64,
+        jit_compile: bool = True,
+    ) -> None:
         super().__init__(name="string_seq2seq")
         check_decodable(model)
         for name, vocabulary, size in (
@@ -189,7 +195,7 @@ class StringSeq2Seq(tf.Module):
             [""] + tokens + [separator + token for token in tokens]
         )
 
-    def source_ids(self, texts):
+    def source_ids(self, texts: TensorLike) -> TensorLike:
         """`(batch,)` strings -> `(batch, S)` source ids, right-padded with 0.
 
         There is always at least one padding column, so that an all-empty
@@ -212,7 +218,10 @@ class StringSeq2Seq(tf.Module):
     # Any shape is let in, so that a wrong rank is refused by a message that
     # names the expected one rather than by a strided slice deep inside.
     @tf.function(input_signature=[tf.TensorSpec(None, tf.string, name="texts")])
-    def serve(self, texts):
+    def serve(self, texts: TensorLike) -> dict[str, TensorLike]:
+        """The `serving_default` endpoint: `(batch,)` strings in, the best
+        answers, their log-probabilities and the beams out (see the module
+        doc for every output)."""
         rank_checked = tf.debugging.assert_rank(
             texts, 1,
             message="serving_default takes `texts`, a 1-D batch of strings "
@@ -251,7 +260,7 @@ class StringSeq2Seq(tf.Module):
             )
         return served
 
-    def decode(self, source):
+    def decode(self, source: TensorLike) -> dict[str, TensorLike]:
         """Beam search over `(batch, S)` source ids, and every number of the
         answer, so that with XLA only a gather and a join of strings and a
         slice of α stay outside the compiled function.
@@ -288,6 +297,8 @@ class StringSeq2Seq(tf.Module):
             "log_probs": tf.where(empty[:, None], 0.0, result.log_probs),
         }
         if self.with_attention:
+            # Beam search returned them: return_alignments=self.with_attention.
+            assert result.alignments is not None
             best_real = real[:, 0]
             decoded.update(
                 alignments=tf.where(
@@ -299,12 +310,12 @@ class StringSeq2Seq(tf.Module):
         return decoded
 
 
-def round_up(size, step):
+def round_up(size: TensorLike, step: int) -> TensorLike:
     """The multiple of `step` at or above `size` (int32 tensors)."""
     return (size + step - 1) // step * step
 
 
-def padded_to_bucket(source):
+def padded_to_bucket(source: TensorLike) -> TensorLike:
     """`(batch, S)` ids padded with 0 to the shape XLA compiles for.
 
     The batch grows to the next power of two up to `BATCH_STEP`, then to the
@@ -333,7 +344,13 @@ def padded_to_bucket(source):
     )
 
 
-def export_serving(model, path, source_vocabulary, target_vocabulary, **options):
+def export_serving(
+    model: DecodableModel,
+    path: str | os.PathLike[str],
+    source_vocabulary: Vocabulary,
+    target_vocabulary: Vocabulary,
+    **options: Any,
+) -> StringSeq2Seq:
     """Write `model` and its vocabularies as one SavedModel at `path`.
 
     Args:
