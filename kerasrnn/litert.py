@@ -48,7 +48,7 @@ from typing import Any, TypeAlias
 import keras
 import numpy as np
 import tensorflow as tf
-from keras.src import tree
+from keras import tree
 from tensorflow.compiler.tf2xla.python.xla import dynamic_update_slice
 from tensorflow.python.framework.convert_to_constants import (
     convert_variables_to_constants_v2,
