@@ -328,7 +328,13 @@ def _check_invokes(content: bytes) -> None:
 
 # ------------------------------------------------------ recurrent models
 def _recurrent_layers(model: keras.Model) -> list[keras.layers.RNN]:
-    """Every `keras.layers.RNN` inside `model`, `Bidirectional`'s included."""
+    """Every `keras.layers.RNN` inside `model`, `Bidirectional`'s included.
+
+    `_flatten_layers` is Keras's walk over every tracked sublayer, nested
+    models, wrappers and cells included (a `Layer` method since tf.keras 2,
+    without a public equivalent); the layer-naming of unsupported ops uses
+    it too.
+    """
     return [
         layer
         for layer in model._flatten_layers(include_self=False)
