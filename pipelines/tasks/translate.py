@@ -34,9 +34,12 @@ only by a predicted `<unk>`):
 No BLEU: it needs a tokenizer and smoothing choices the pipeline does not
 make for the user.
 
-Outputs are the shared ones (`kerasrnn_pipelines.training`), except that
-`saved_model/` is the string-in, string-out export of
-`kerasrnn.seq2seq.export_serving` with `split="whitespace"`: its
+Outputs are the shared ones (`kerasrnn_pipelines.training`), plus
+`model.tflite` and `vocabulary.json` (`kerasrnn.seq2seq.export_litert`:
+word ids in, word ids out, the beam search inside; `metrics.json` records
+its `litert_bytes` and its `litert_test_token_error_rate`, computed through
+the LiteRT interpreter), except that `saved_model/` is the string-in,
+string-out export of `kerasrnn.seq2seq.export_serving` with `split="whitespace"`: its
 `serving_default` maps a sentence to its translation (words joined by
 spaces), beam search in the graph. Unlike training, where an unknown word
 reads as `<unk>`, the served model drops source words outside its
@@ -86,6 +89,29 @@ def predict(model, batches, source_vocabulary, target_vocabulary, config):
     return predictions, references, copies
 
 
+def litert_metrics(path, batches, references, target_vocabulary):
+    """`litert_bytes`, and `litert_test_token_error_rate`: the token error
+    rate of the `model.tflite` at `path` on the test `batches`, through the
+    LiteRT interpreter (left out, with a note, where `ai_edge_litert` is not
+    installed)."""
+    metrics = {"litert_bytes": path.stat().st_size}
+    sources = [
+        [token for token in row if token != seq2seq.PAD_ID]
+        for inputs, _ in batches
+        for row in inputs["source"].numpy().tolist()
+    ]
+    try:
+        answers = encoder_decoder.litert_beam_search(path, sources)
+    except ImportError:
+        print("ai-edge-litert is not installed: model.tflite is written but not evaluated")
+        return metrics
+    predictions = [target_vocabulary.decode(answer) for answer in answers]
+    _, metrics["litert_test_token_error_rate"] = edit_distance.error_rates(
+        predictions, references
+    )
+    return metrics
+
+
 def run(config: TranslateConfig, context: RunContext) -> dict[str, Any]:
     """Train, evaluate on the test split, save and export."""
     source_language, target_language = CORPORA[config.data]
@@ -115,6 +141,16 @@ def run(config: TranslateConfig, context: RunContext) -> dict[str, Any]:
             max_input_length=config.max_length,
             max_output_length=config.max_length + 1,
         )
+    litert_path = encoder_decoder.export_litert(
+        model,
+        context,
+        source_vocabulary,
+        target_vocabulary,
+        config,
+        max_source_length=config.max_length,
+        max_target_length=config.max_length + 1,
+        split="whitespace",
+    )
 
     test_loss = model.evaluate(datasets["test"], verbose=0, return_dict=True)["loss"]
     predictions, references, copies = predict(
@@ -124,6 +160,9 @@ def run(config: TranslateConfig, context: RunContext) -> dict[str, Any]:
         predictions, references
     )
     _, baseline_token_error_rate = edit_distance.error_rates(copies, references)
+    litert = {}
+    if litert_path is not None:
+        litert = litert_metrics(litert_path, datasets["test"], references, target_vocabulary)
     examples = [
         {"reference": " ".join(reference[0]), "prediction": " ".join(prediction)}
         for prediction, reference in zip(predictions[:5], references[:5])
@@ -135,6 +174,7 @@ def run(config: TranslateConfig, context: RunContext) -> dict[str, Any]:
         "test_token_error_rate": token_error_rate,
         "baseline_token_error_rate": baseline_token_error_rate,
         "test_loss": test_loss,
+        **litert,
         "test_sentences": len(references),
         "source_vocabulary_size": source_vocabulary.size,
         "target_vocabulary_size": target_vocabulary.size,

@@ -97,6 +97,15 @@ def test_quick_run_on_mock_data_writes_outputs_and_serves(
         assert (out / name).exists(), name
     rows = (out / "history.csv").read_text().splitlines()
     assert rows[0].startswith("epoch") and len(rows) == 1 + TranslateConfig.QUICK["epochs"]
+    # The LiteRT file reads word ids; through the LiteRT interpreter it
+    # scores the test sentences as the in-process beam search does (ties
+    # between near-equal hypotheses of these barely trained models aside).
+    vocabulary = json.loads((out / "vocabulary.json").read_text())
+    assert vocabulary["source_text"]["split"] == "whitespace"
+    assert metrics["litert_bytes"] == (out / "model.tflite").stat().st_size
+    assert metrics["litert_test_token_error_rate"] == pytest.approx(
+        metrics["test_token_error_rate"], abs=0.05
+    )
 
     program = f"""
         import json
