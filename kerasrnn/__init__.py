@@ -4,13 +4,17 @@ The public API; everything else is internal.
 
 The cells, parameter accounting, BPTT, gradient diagnostics and conversion
 are imported here and run on any Keras backend without TensorFlow. The
-names in `_NEEDS_TENSORFLOW` are imported on first use instead, so that
-`import kerasrnn` under `KERAS_BACKEND=jax` never loads TensorFlow; without
-it, using one of them raises an `ImportError` that says so in one line.
+names in `_NEEDS_TENSORFLOW` are imported on first use instead (`seq2seq`
+at once on the TensorFlow backend, which has loaded TensorFlow anyway), so
+that `import kerasrnn` under `KERAS_BACKEND=jax` never loads TensorFlow;
+without it, using one of them raises an `ImportError` that says so in one
+line.
 """
 
 import importlib
 from typing import Any
+
+import keras
 
 from kerasrnn import bptt
 from kerasrnn.cells import (
@@ -58,6 +62,13 @@ __all__ = [
     "seq2seq",
     "to_keras",
 ]
+
+
+# Keras's TensorFlow backend has loaded TensorFlow already. Importing the
+# sequence-to-sequence models now registers their classes, so that
+# `keras.saving.load_model` finds them after a plain `import kerasrnn`.
+if keras.backend.backend() == "tensorflow":
+    from kerasrnn import seq2seq
 
 
 def __getattr__(name: str) -> Any:

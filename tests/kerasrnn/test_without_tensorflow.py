@@ -6,6 +6,8 @@ a subprocess where importing `tensorflow` (or any submodule) raises; their
 numbers are checked here against NumPy loops of the seed equations, the
 closed-form counts, finite differences and Keras's own GRU. Without
 TensorFlow, `kerasrnn.seq2seq` is refused in one line that says it needs it.
+On the TensorFlow backend, a plain `import kerasrnn` still registers the
+sequence-to-sequence classes, so a saved model loads.
 """
 
 import functools
@@ -204,3 +206,34 @@ def test_cells_accounting_bptt_and_conversion_run_without_tensorflow(tmp_path):
     for message in report["refusals"]:
         assert message.startswith("kerasrnn.seq2seq needs TensorFlow")
         assert "pip install tensorflow" in message and "\n" not in message
+
+
+def test_on_tensorflow_a_plain_import_loads_a_saved_seq2seq_model(tmp_path):
+    import keras
+
+    import kerasrnn
+    from kerasrnn import seq2seq
+
+    keras.utils.set_random_seed(2)
+    model = seq2seq.Seq2Seq(6, 6, kerasrnn.LSTMCell(4), embedding_dim=3)
+    pair = (np.array([[3, 4, 5]], "int32"), np.array([[1, 3, 4]], "int32"))
+    expected = np.asarray(model(pair))
+    model.save(tmp_path / "model.keras")
+    np.save(tmp_path / "pair.npy", np.stack(pair))
+    program = """
+        import sys
+
+        import keras
+        import numpy as np
+
+        import kerasrnn
+
+        model = keras.saving.load_model(sys.argv[1])
+        source, target = np.load(sys.argv[2])
+        np.save(sys.argv[3], np.asarray(model((source, target))))
+        """
+    run_without(
+        (), program, tmp_path / "model.keras", tmp_path / "pair.npy", tmp_path / "out.npy",
+        env={**os.environ, "KERAS_BACKEND": "tensorflow"},
+    )
+    np.testing.assert_allclose(np.load(tmp_path / "out.npy"), expected, atol=1e-6)
