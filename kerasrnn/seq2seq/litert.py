@@ -73,8 +73,13 @@ keeps its tokens, α and parent pointers, and one walk back from the last
 step reads the hypotheses.
 """
 
+from __future__ import annotations
+
 import json
 import math
+import os
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import tensorflow as tf
 
@@ -94,6 +99,8 @@ from kerasrnn.seq2seq.decoding import (
 )
 from kerasrnn.seq2seq.ensemble import Seq2SeqEnsemble
 from kerasrnn.seq2seq.loss import FORBIDDEN_LOG_PROB, next_token_log_probs
+from kerasrnn.seq2seq.model import Seq2Seq
+from kerasrnn.seq2seq.protocol import DecodableModel
 from kerasrnn.seq2seq.serving import SPLITS
 from kerasrnn.seq2seq.target_order import (
     in_target_order,
@@ -101,6 +108,7 @@ from kerasrnn.seq2seq.target_order import (
     teacher_forcing_of,
 )
 from kerasrnn.seq2seq.vocabulary import END_ID, PAD_ID, START_ID, UNKNOWN_ID, Vocabulary
+from kerasrnn.types import TensorLike
 from kerasrnn.validation import (
     check_bool,
     check_choice,
@@ -115,28 +123,28 @@ SIGNATURE = "serving_default"
 VOCABULARY_FILE = "vocabulary.json"
 
 
-def bucket_signature(source_length):
+def bucket_signature(source_length: int) -> str:
     """The signature name of the bucket of sources of at most `source_length`
     tokens."""
     return f"source_{source_length}"
 
 
 def export_litert(
-    model,
-    path,
-    source_vocabulary,
-    target_vocabulary,
+    model: DecodableModel,
+    path: str | os.PathLike[str],
+    source_vocabulary: Vocabulary,
+    target_vocabulary: Vocabulary,
     *,
-    max_source_length,
-    max_target_length,
-    beam_width,
-    length_penalty=0.0,
-    buckets=(),
-    split="characters",
-    separator=" ",
-    lowercase=True,
-    quantize=None,
-):
+    max_source_length: int,
+    max_target_length: int,
+    beam_width: int,
+    length_penalty: float = 0.0,
+    buckets: Sequence[tuple[int, int]] = (),
+    split: str = "characters",
+    separator: str = " ",
+    lowercase: bool = True,
+    quantize: str | None = None,
+) -> dict[str, Any]:
     """Write `model` with its beam search as a LiteRT file at `path`, and
     `vocabulary.json` beside it (see the module doc for the contract).
 
@@ -252,7 +260,9 @@ def export_litert(
     return vocabulary
 
 
-def check_buckets(buckets, max_source_length, max_target_length):
+def check_buckets(
+    buckets: object, max_source_length: int, max_target_length: int
+) -> dict[str, tuple[int, int]]:
     """`buckets` as `{signature: (source_length, target_length)}`, shortest
     source first, if every pair lies inside the full lengths, else raise."""
     pairs = []
@@ -284,7 +294,9 @@ def check_buckets(buckets, max_source_length, max_target_length):
     return {bucket_signature(source): (source, target) for source, target in sorted(pairs)}
 
 
-def check_vocabularies(model, source_vocabulary, target_vocabulary):
+def check_vocabularies(
+    model: DecodableModel, source_vocabulary: object, target_vocabulary: object
+) -> None:
     """Refuse a vocabulary that is no `Vocabulary`, or whose size differs
     from that of the embedding it feeds (tokens would map to wrong rows)."""
     for name, vocabulary, size in (
@@ -303,17 +315,19 @@ def check_vocabularies(model, source_vocabulary, target_vocabulary):
             )
 
 
-def beam_search_graph(model, width, max_length, alpha, with_alignments):
+def beam_search_graph(
+    model: DecodableModel, width: int, max_length: int, alpha: float, with_alignments: bool
+) -> Callable[[TensorLike], dict[str, TensorLike]]:
     """`source_ids -> decode_best(model, source_ids, ...)`, the function one
     signature traces."""
 
-    def serve(source_ids):
+    def serve(source_ids: TensorLike) -> dict[str, TensorLike]:
         return decode_best(model, source_ids, width, max_length, alpha, with_alignments)
 
     return serve
 
 
-def repeat_rows(tensor, width):
+def repeat_rows(tensor: TensorLike, width: int) -> TensorLike:
     """`(batch, …)` -> `(batch·width, …)`, each row `width` times in a row,
     with the batch left free (−1) in every shape."""
     rank = tensor.shape.rank
@@ -321,14 +335,21 @@ def repeat_rows(tensor, width):
     return tf.reshape(tiled, [-1, *tensor.shape[1:]])
 
 
-def reorder_rows(tensor, parents):
+def reorder_rows(tensor: TensorLike, parents: TensorLike) -> TensorLike:
     """`(batch·B, …)` rows -> the rows of `parents` `(batch, B)`, per example."""
     width = parents.shape[-1]
     grouped = tf.reshape(tensor, [-1, width, *tensor.shape[1:]])
     return tf.reshape(tf.gather(grouped, parents, batch_dims=1), [-1, *tensor.shape[1:]])
 
 
-def decode_best(model, source_ids, width, max_length, alpha, with_alignments):
+def decode_best(
+    model: DecodableModel,
+    source_ids: TensorLike,
+    width: int,
+    max_length: int,
+    alpha: float,
+    with_alignments: bool,
+) -> dict[str, TensorLike]:
     """Beam search unrolled over `max_length` steps; the best hypothesis.
 
     Args:
@@ -414,10 +435,9 @@ def decode_best(model, source_ids, width, max_length, alpha, with_alignments):
             alignments_by_step.append(tf.gather(alignment, beam, batch_dims=1))
         beam = tf.gather(parents, beam, batch_dims=1)
     sequences = tf.stack(tokens_by_step[::-1], axis=2)
-    rescorers = model.rescorers() if isinstance(model, Seq2SeqEnsemble) else []
-    if rescorers:
+    if isinstance(model, Seq2SeqEnsemble) and model.rescorers():
         rescored = right_to_left_log_probs(
-            rescorers,
+            model.rescorers(),
             repeat_rows(source_ids, width),
             tf.reshape(sequences, [-1, max_length]),
         )
@@ -440,7 +460,9 @@ def decode_best(model, source_ids, width, max_length, alpha, with_alignments):
     return result
 
 
-def right_to_left_log_probs(rescorers, source_ids, sequences):
+def right_to_left_log_probs(
+    rescorers: Sequence[Seq2Seq], source_ids: TensorLike, sequences: TensorLike
+) -> TensorLike:
     """log p_R2L(y | x) of decoded answers under the rescorers' mixture, what
     `Seq2SeqEnsemble.rescore` adds (times λ) to beam search's scores.
 
