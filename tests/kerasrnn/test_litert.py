@@ -300,12 +300,14 @@ def exported(tmp_path_factory):
     sequential = keras.Sequential(
         [
             keras.Input((LENGTH, FEATURES)),
-            keras.layers.LSTM(3, return_sequences=True),
+            # Built to unroll, yet exported with a loop: the export's choice.
+            keras.layers.LSTM(3, return_sequences=True, unroll=True),
             keras.layers.GRU(3),
             keras.layers.Dense(2, name="scores"),
         ]
     )
     tflite = export_litert(sequential, directory / "sequential.tflite")
+    assert sequential.layers[0].unroll and "inner_loop" not in vars(sequential.layers[0])
     feeds = [makers["plain"](2, LENGTH), makers["plain"](1, LENGTH)]
     cases.append(
         save_case(directory, "sequential", sequential, tflite, feeds, ("inputs", "scores"))
