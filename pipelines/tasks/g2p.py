@@ -53,8 +53,11 @@ search inside, a signature per word-length bucket, `LITERT_SOURCE_BUCKETS`);
 `litert_test_per` (stress removed), computed through the LiteRT interpreter.
 """
 
+from __future__ import annotations
+
 import bisect
 import os
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import tensorflow as tf
@@ -64,6 +67,10 @@ from kerasrnn_pipelines import alignments, edit_distance, encoder_decoder
 from kerasrnn_pipelines.data import cmudict as cmudict_data
 from kerasrnn_pipelines.data.batching import AUTOTUNE, bucketed_batches
 from kerasrnn_pipelines.run_directory import TENSORBOARD
+
+if TYPE_CHECKING:
+    from kerasrnn_pipelines.tasks.options.g2p import G2PConfig
+    from kerasrnn_pipelines.training import RunContext
 
 HEADLINE_METRIC = ("test_per", "baseline_per", "lower")
 
@@ -275,7 +282,7 @@ def litert_metrics(path, words, references, letters, phonemes):
     return metrics
 
 
-def run(config, context):
+def run(config: G2PConfig, context: RunContext) -> dict[str, Any]:
     """Train, evaluate WER/PER on the test split, save and export."""
     splits = load_words(config)
     letters, phonemes = make_vocabularies(splits["train"])
