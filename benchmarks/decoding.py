@@ -109,26 +109,28 @@ def decoding_rows(quick, repeats):
     width = 5
     greedy_xla = _xla(seq2seq.greedy_decode, model, max_length)
     beam_xla = _xla(seq2seq.beam_search_decode, model, width, max_length)
+
+    def contenders(source):
+        """The six ways of decoding `source`, each a call to time."""
+        return {
+            "greedy graph": lambda: seq2seq.greedy_decode(
+                model, source, max_length
+            ).sequences.numpy(),
+            "greedy xla": lambda: greedy_xla(source).sequences.numpy(),
+            "greedy python": lambda: python_greedy(model, source, max_length),
+            "beam graph": lambda: seq2seq.beam_search_decode(
+                model, source, width, max_length
+            ).sequences.numpy(),
+            "beam xla": lambda: beam_xla(source).sequences.numpy(),
+            "beam python": lambda: python_beam_search(model, source, width, max_length),
+        }
+
     rows = []
     for batch in batches:
         source = tf.constant(
             rng.integers(seq2seq.END_ID + 1, 30, size=(batch, source_length)), tf.int32
         )
-        times = interleaved_medians(
-            {
-                "greedy graph": lambda: seq2seq.greedy_decode(
-                    model, source, max_length
-                ).sequences.numpy(),
-                "greedy xla": lambda: greedy_xla(source).sequences.numpy(),
-                "greedy python": lambda: python_greedy(model, source, max_length),
-                "beam graph": lambda: seq2seq.beam_search_decode(
-                    model, source, width, max_length
-                ).sequences.numpy(),
-                "beam xla": lambda: beam_xla(source).sequences.numpy(),
-                "beam python": lambda: python_beam_search(model, source, width, max_length),
-            },
-            repeats,
-        )
+        times = interleaved_medians(contenders(source), repeats)
         for method in ("greedy", "beam"):
             graph, xla, python = (
                 times[f"{method} {kind}"] for kind in ("graph", "xla", "python")
