@@ -14,7 +14,14 @@ Rows:
   6. serving a G2P SavedModel without kerasrnn: words/s and p50/p99
      latency at batch 1, 32 and 256 (`--serving-model NAME=PATH` for
      trained runs' `saved_model/`; by default the untrained default model
-     exported with and without XLA, and the speedup of XLA).
+     exported with and without XLA, and the speedup of XLA);
+  7. LiteRT: G2P end to end (text in, text out) through the LiteRT export
+     (`kerasrnn.seq2seq.export_litert`, read by examples/g2p_litert.py),
+     its variants and interpreter settings, the SavedModel and g2p-en's
+     neural model, at batch 1, 32 and 256 (`--litert-run DIR` for a trained
+     g2p run; by default the untrained default model);
+  8. LiteRT: each cell's bidirectional model at batch 1 through
+     `kerasrnn.export_litert` against `model(x)` and its SavedModel.
 `--quick` runs tiny shapes and the tasks' `--quick` configurations (a smoke
 test; its numbers mean nothing).
 """
@@ -27,7 +34,14 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import tensorflow as tf  # noqa: E402
 
-from benchmarks import cells, decoding, input_pipeline, scaling, serving  # noqa: E402
+from benchmarks import (  # noqa: E402
+    cells,
+    decoding,
+    input_pipeline,
+    litert,
+    scaling,
+    serving,
+)
 
 
 def _print_table(title, rows, columns):
@@ -53,6 +67,9 @@ def main(argv=None):
                         else parser.error(f"--serving-model needs NAME=PATH; received {text!r}"),
                         help="a G2P SavedModel to serve (repeatable); default: the "
                         "default architecture, untrained")
+    parser.add_argument("--litert-run", default=None, metavar="DIR",
+                        help="a kerasrnn-train g2p run directory whose model the LiteRT "
+                        "rows export and time; default: the default architecture, untrained")
     args = parser.parse_args(argv)
     shapes = cells.QUICK if args.quick else cells.FULL
     repeats = args.repeats or (2 if args.quick else 15)
@@ -113,6 +130,8 @@ def main(argv=None):
                  "speedup = the jit_compile=False export's time / this one's)",
                  serving_rows, ["model", "batch", "beam", "words_per_s", "p50_ms", "p99_ms",
                                 "ms_per_word", "first_call_s", "speedup"])
+
+    litert.print_tables(_print_table, args.litert_run, args.quick, repeats)
 
 
 if __name__ == "__main__":

@@ -73,6 +73,22 @@ def test_quick_benchmark_prints_every_table():
             plain / compiled, rel=0.005 / plain + 0.005 / compiled + 0.01
         )
 
+    # LiteRT: G2P text in and out through the example client, beside the
+    # SavedModel (and g2p-en, or a note saying why not), and one cell model.
+    assert "LiteRT: G2P end to end" in out
+    for contender in ("LiteRT float32, 1 thread", "SavedModel (XLA)"):
+        for batch in (1, 32):
+            row = re.search(
+                rf"^\| default g2p, untrained \| {re.escape(contender)} \| {batch} \| (.*) \|$",
+                out,
+                re.MULTILINE,
+            )
+            assert row is not None, out[-3000:]
+            words_per_s = float(row.group(1).split(" | ")[0].replace(",", ""))
+            assert words_per_s > 0
+    assert "g2p-en 2.1.0 G2p.predict" in out or "g2p-en row left out" in out
+    assert re.search(r"^\| LSTMCell \| ", out, re.MULTILINE)
+
 
 def test_evenly_spaced_batches_cover_the_epoch():
     assert input_pipeline.evenly_spaced(list(range(10)), 3) == [0, 3, 6]

@@ -1,0 +1,367 @@
+"""LiteRT: the G2P export's speed against its SavedModel and g2p-en, and the
+cells' models at batch 1 against Keras and their SavedModel.
+
+G2P (`g2p_rows`). A model, either a `kerasrnn-train g2p` run's (`--litert-run
+DIR`: its `model.keras` and `saved_model/`) or the default architecture
+untrained (the `--quick` one with `quick`), is exported here to LiteRT as
+the run exports it (`kerasrnn.seq2seq.export_litert`: a signature per
+word-length bucket) and in the variants worth comparing: `dynamic_int8`
+and `float16` weights, one signature only (no buckets), greedy (beam 1).
+Every contender answers the same words end to end, text in and text out,
+one call per batch: the LiteRT files through the example client's
+`pronounce` (`examples/g2p_litert.py`: NumPy and `ai_edge_litert`; words
+grouped by bucket, one interpreter call per bucket), with 1 or 2
+interpreter threads and with or without the XNNPACK delegate; the
+SavedModel through `serving_default`; g2p-en 2.1.0's neural model
+(`G2p.predict`, one word at a time: it has no batch), when installed. They
+run in one process and take turns, ten calls each (`BURST`), so that they
+see the same load while each runs as a client calling it again and again
+would; each batch is answered once before timing. An untrained model's
+beams run to the maximum output length: the SavedModel's time is then an
+upper bound, while the LiteRT file, unrolled, always runs every step.
+
+Cells (`cell_rows`): `keras.Sequential([Bidirectional(RNN(cell)), Dense])`
+over 12 steps, batch 1, for each kerasrnn cell: `kerasrnn.export_litert`
+with the time loop unrolled, against the model's own call (`model(x)`) and
+its SavedModel (`model.export`), microseconds per call.
+
+`python -m benchmarks.litert [--quick] [--litert-run DIR]` prints these two
+tables alone.
+"""
+
+import argparse
+import contextlib
+import importlib.util
+import io
+import json
+import pathlib
+import tempfile
+import time
+import types
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+import kerasrnn
+from benchmarks.timing import interleaved_medians
+
+BATCHES = (1, 32, 256)
+
+#: Consecutive calls each contender makes before the next takes its turn.
+BURST = 10
+
+CLIENT = pathlib.Path(__file__).resolve().parents[1] / "examples" / "g2p_litert.py"
+
+
+def example_client():
+    """The example client, `examples/g2p_litert.py`, as a module."""
+    spec = importlib.util.spec_from_file_location("g2p_litert", CLIENT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def g2p_en_predict():
+    """g2p-en's `G2p.predict` (its neural model), or the reason it cannot run.
+
+    g2p-en loads NLTK's CMUDict when it builds `G2p`, and tries to download
+    NLTK data when it is imported; offline neither is there. `predict`
+    never reads the dictionary, so it is replaced by an empty one.
+    """
+    try:
+        with contextlib.redirect_stderr(io.StringIO()), contextlib.redirect_stdout(io.StringIO()):
+            from g2p_en import g2p as g2p_en
+    except ImportError as error:
+        return None, f"g2p-en is not installed ({error})"
+    g2p_en.cmudict = types.SimpleNamespace(dict=dict)
+    try:
+        model = g2p_en.G2p()
+    except Exception as error:  # its data files, whatever is missing
+        return None, f"g2p-en could not be built: {error}"
+    return model.predict, None
+
+
+def g2p_model(run, quick):
+    """`(name, model, letters, phonemes, config, train_words, saved_model)`:
+    the run's trained model and SavedModel, or the default architecture
+    untrained (its SavedModel then None: exported by the caller)."""
+    from kerasrnn_pipelines import encoder_decoder
+    from kerasrnn_pipelines.tasks import g2p
+    from kerasrnn_pipelines.tasks.options.g2p import G2PConfig
+
+    if run is None:
+        config = G2PConfig(**(G2PConfig.QUICK if quick else {}))
+    else:
+        run = pathlib.Path(run)
+        arguments = json.loads((run / "metrics.json").read_text())["args"]
+        fields = {"stress", "limit", "seed", "beam_width", "length_penalty"}
+        config = G2PConfig(**{key: arguments[key] for key in fields})
+    splits = g2p.load_words(config)
+    letters, phonemes = g2p.make_vocabularies(splits["train"])
+    if run is None:
+        model = encoder_decoder.build_model(config, letters, phonemes)
+        name, saved_model = "default g2p, untrained", None
+    else:
+        model = keras.saving.load_model(run / "model.keras")
+        name, saved_model = run.name, run / "saved_model"
+    return name, model, letters, phonemes, config, splits["train"], saved_model
+
+
+def export_variants(directory, model, letters, phonemes, config, train_words, quick):
+    """The LiteRT files compared: `{label: directory}`, each holding
+    `model.tflite` and `vocabulary.json`."""
+    from kerasrnn import seq2seq
+    from kerasrnn_pipelines.tasks import g2p
+
+    longest = max(len(p) for _, prons in train_words for p in prons)
+    max_length = longest + 4
+    lengths = {
+        "max_source_length": max(len(word) for word, _ in train_words),
+        "max_target_length": max_length,
+    }
+    # A bucket is one more signature to convert: --quick exports one.
+    buckets = () if quick else g2p.litert_buckets(train_words, max_length)
+    variants = {"float32": {}}
+    if not quick:
+        variants.update(
+            {
+                "dynamic_int8": {"quantize": "dynamic_int8"},
+                "float16": {"quantize": "float16"},
+                "float32, no buckets": {"buckets": ()},
+                "float32, beam 1": {"beam_width": 1},
+            }
+        )
+    exported = {}
+    for label, change in variants.items():
+        options = {
+            "beam_width": config.beam_width,
+            "length_penalty": config.length_penalty,
+            "buckets": buckets,
+            **lengths,
+            **change,
+        }
+        path = pathlib.Path(directory) / label.replace(", ", "_").replace(" ", "_")
+        path.mkdir()
+        seq2seq.export_litert(model, path / "model.tflite", letters, phonemes, **options)
+        exported[label] = path
+    return exported
+
+
+def litert_contenders(exported, client, quick):
+    """`({name: pronounce(words)}, {name: file bytes})` for each LiteRT file
+    and interpreter setting."""
+    from ai_edge_litert.interpreter import Interpreter, OpResolverType
+
+    settings = {"1 thread": {"num_threads": 1}}
+    if not quick:
+        settings["2 threads"] = {"num_threads": 2}
+        settings["1 thread, no XNNPACK"] = {
+            "num_threads": 1,
+            "experimental_op_resolver_type": OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES,
+        }
+    contenders, sizes = {}, {}
+    for label, directory in exported.items():
+        vocabulary = json.loads((directory / "vocabulary.json").read_text())
+        for setting, options in settings.items():
+            if label != "float32" and setting != "1 thread":
+                continue
+            interpreter = Interpreter(str(directory / "model.tflite"), **options)
+            name = f"LiteRT {label}, {setting}"
+            contenders[name] = lambda words, interpreter=interpreter, vocabulary=vocabulary: (
+                client.pronounce(interpreter, vocabulary, words)
+            )
+            sizes[name] = (directory / "model.tflite").stat().st_size
+    return contenders, sizes
+
+
+def g2p_rows(run, quick, calls):
+    """One row per (contender, batch): words/s, p50/p99 ms per call, ms per
+    word, and the file size for LiteRT; plus `notes`, the rows left out and
+    why.
+
+    Args:
+        run: A g2p run directory, or None for the untrained default model.
+        quick: The `--quick` architecture, batches 1 and 32, fewer variants.
+        calls: Timed calls per batch size and contender.
+    """
+    from kerasrnn import seq2seq
+    from kerasrnn_pipelines.data import cmudict
+
+    name, model, letters, phonemes, config, train_words, saved_model = g2p_model(run, quick)
+    words = [word for word, _ in cmudict.load_split("test")]
+    client = example_client()
+    notes = []
+    with tempfile.TemporaryDirectory() as directory:
+        exported = export_variants(directory, model, letters, phonemes, config, train_words, quick)
+        contenders, sizes = litert_contenders(exported, client, quick)
+        if saved_model is None:
+            saved_model = pathlib.Path(directory) / "saved_model"
+            seq2seq.export_serving(
+                model,
+                saved_model,
+                letters,
+                phonemes,
+                beam_width=config.beam_width,
+                length_penalty=config.length_penalty,
+                max_input_length=max(len(word) for word, _ in train_words) * 2,
+                max_output_length=max(len(p) for _, prons in train_words for p in prons) + 4,
+            )
+        serve = tf.saved_model.load(str(saved_model)).signatures["serving_default"]
+        contenders["SavedModel (XLA)"] = lambda words: serve(texts=tf.constant(words))[
+            "outputs"
+        ].numpy()
+        predict, reason = g2p_en_predict()
+        if predict is None:
+            notes.append(f"g2p-en row left out: {reason}")
+        else:
+            contenders["g2p-en 2.1.0 G2p.predict"] = lambda words: [predict(w) for w in words]
+        rows = []
+        for batch in BATCHES[:2] if quick else BATCHES:
+            chunks = [words[i : i + batch] for i in range(0, batch * calls, batch)]
+            chunks = [chunk for chunk in chunks if len(chunk) == batch] or [words[:batch]]
+            times = per_call_seconds(contenders, chunks, calls)
+            for contender, seconds in times.items():
+                seconds = np.array(seconds)
+                rows.append(
+                    {
+                        "model": name,
+                        "contender": contender,
+                        "batch": batch,
+                        "words_per_s": batch * len(seconds) / seconds.sum(),
+                        "p50_ms": 1e3 * np.percentile(seconds, 50),
+                        "p99_ms": 1e3 * np.percentile(seconds, 99),
+                        "ms_per_word": 1e3 * seconds.sum() / (batch * len(seconds)),
+                        "file_mb": sizes[contender] / 1e6 if contender in sizes else "",
+                    }
+                )
+    return rows, notes
+
+
+def per_call_seconds(contenders, chunks, calls, burst=BURST):
+    """Seconds of each call. The contenders take turns, `burst` calls each
+    on consecutive chunks, so that each runs as a client calling it again
+    and again would, without the others' memory traffic between every two
+    of its calls; every chunk is answered once by each before timing."""
+    for run in contenders.values():
+        for chunk in chunks:
+            run(chunk)
+    seconds = {name: [] for name in contenders}
+    for start in range(0, calls, burst):
+        for name, run in contenders.items():
+            for index in range(start, min(start + burst, calls)):
+                chunk = chunks[index % len(chunks)]
+                began = time.perf_counter()
+                run(chunk)
+                seconds[name].append(time.perf_counter() - began)
+    return seconds
+
+
+def cell_rows(quick, repeats):
+    """One row per kerasrnn cell: µs per batch-1 call of its bidirectional
+    model through LiteRT (unrolled), `model(x)` and its SavedModel."""
+    from ai_edge_litert.interpreter import Interpreter
+
+    cells = {
+        "ElmanCell": kerasrnn.ElmanCell,
+        "LSTMCell": kerasrnn.LSTMCell,
+        "GRUCell": kerasrnn.GRUCell,
+        "LeakyCell": kerasrnn.LeakyCell,
+    }
+    if quick:
+        cells = {"LSTMCell": kerasrnn.LSTMCell}
+    steps, features, units = 12, 8, 16
+    x = np.random.default_rng(0).normal(size=(1, steps, features)).astype(np.float32)
+    tensor = tf.constant(x)
+    rows = []
+    with tempfile.TemporaryDirectory() as directory:
+        for name, cell in cells.items():
+            model = keras.Sequential(
+                [
+                    keras.Input((steps, features), name="x"),
+                    keras.layers.Bidirectional(keras.layers.RNN(cell(units))),
+                    keras.layers.Dense(1, name="y"),
+                ]
+            )
+            path = pathlib.Path(directory) / f"{name}.tflite"
+            kerasrnn.export_litert(model, path, sequence_length=steps)
+            runner = Interpreter(str(path), num_threads=1).get_signature_runner()
+            saved = pathlib.Path(directory) / name
+            model.export(str(saved), verbose=False)
+            # The loaded object owns the variables `serve` reads: kept alive.
+            loaded = tf.saved_model.load(str(saved))
+            # A burst of calls per turn, as for G2P; the median burst / BURST.
+            medians = interleaved_medians(
+                {
+                    "litert": lambda runner=runner: [runner(x=x) for _ in range(BURST)],
+                    "keras": lambda model=model: [model(tensor).numpy() for _ in range(BURST)],
+                    "saved_model": lambda loaded=loaded: [
+                        loaded.serve(tensor).numpy() for _ in range(BURST)
+                    ],
+                },
+                repeats,
+                warmup=1,
+            )
+            medians = {key: value / BURST for key, value in medians.items()}
+            rows.append(
+                {
+                    "cell": name,
+                    "litert_us": 1e6 * medians["litert"],
+                    "keras_call_us": 1e6 * medians["keras"],
+                    "saved_model_us": 1e6 * medians["saved_model"],
+                    "keras_over_litert": medians["keras"] / medians["litert"],
+                    "saved_model_over_litert": medians["saved_model"] / medians["litert"],
+                }
+            )
+    return rows
+
+
+def print_tables(print_table, run, quick, repeats):
+    """Measure and print the G2P and cell tables with `print_table(title,
+    rows, columns)` (`python -m benchmarks`'s)."""
+    rows, notes = g2p_rows(run, quick=quick, calls=5 if quick else 200)
+    print_table(
+        "LiteRT: G2P end to end, text in and out, one process (words/s, latency per "
+        "call, file size)",
+        rows,
+        [
+            "model",
+            "contender",
+            "batch",
+            "words_per_s",
+            "p50_ms",
+            "p99_ms",
+            "ms_per_word",
+            "file_mb",
+        ],
+    )
+    for note in notes:
+        print(note)
+    print_table(
+        "LiteRT: cell models at batch 1, µs per call (ratio = the other's time / LiteRT's)",
+        cell_rows(quick, repeats),
+        [
+            "cell",
+            "litert_us",
+            "keras_call_us",
+            "saved_model_us",
+            "keras_over_litert",
+            "saved_model_over_litert",
+        ],
+    )
+
+
+if __name__ == "__main__":
+    from benchmarks.__main__ import _print_table
+
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.litert", description=__doc__)
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--litert-run", default=None, metavar="DIR")
+    parser.add_argument("--repeats", type=int, default=None)
+    arguments = parser.parse_args()
+    print_tables(
+        _print_table,
+        arguments.litert_run,
+        arguments.quick,
+        arguments.repeats or (2 if arguments.quick else 15),
+    )
