@@ -7,7 +7,9 @@ takes effect: `TF_CPP_MIN_LOG_LEVEL` hides what it logs later, not these.
 So unless the user asks for them (`--verbose`, or setting
 `TF_CPP_MIN_LOG_LEVEL`, which is then left as it is), `held_back_stderr`
 sends descriptor 2 to a temporary file while TensorFlow and the task load
-and shows it only if loading fails.
+and shows it only if loading fails. The LiteRT interpreter announces its
+XNNPACK delegate the same way, whatever the log level, at its first call:
+the steps that run it do so inside `held_back_native_output`.
 
 The summary is the run's headline metric beside its baseline, where its
 outputs are (as its `run.json` lists them) and a command that serves each
@@ -33,6 +35,10 @@ QUIET_LOG_LEVEL = "2"
 #: The text a string input of the serving command is given.
 EXAMPLE_TEXT = "hello"
 
+#: Whether this process holds native libraries' start-up messages back, as
+#: `hold_back_tensorflow` decided (file descriptor 2 is the process's).
+_holding_back = False
+
 
 def hold_back_tensorflow(verbose, environ=None):
     """Whether TensorFlow's start-up is held back; if so, quiet its log.
@@ -48,11 +54,12 @@ def hold_back_tensorflow(verbose, environ=None):
         False when `verbose` or when `TF_CPP_MIN_LOG_LEVEL` is already set
         (the user chose what TensorFlow shows); True otherwise.
     """
+    global _holding_back
     environ = os.environ if environ is None else environ
-    if verbose or LOG_LEVEL in environ:
-        return False
-    environ[LOG_LEVEL] = QUIET_LOG_LEVEL
-    return True
+    _holding_back = not verbose and LOG_LEVEL not in environ
+    if _holding_back:
+        environ[LOG_LEVEL] = QUIET_LOG_LEVEL
+    return _holding_back
 
 
 @contextlib.contextmanager
@@ -79,6 +86,12 @@ def held_back_stderr(enabled):
             held.seek(0)
             os.write(2, held.read())
         held.close()
+
+
+def held_back_native_output():
+    """`held_back_stderr`, enabled as `hold_back_tensorflow` last decided
+    (not at all in a process that never called it)."""
+    return held_back_stderr(_holding_back)
 
 
 def start_tensorflow():

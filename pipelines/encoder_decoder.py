@@ -14,6 +14,7 @@ import keras
 import numpy as np
 
 from kerasrnn import seq2seq
+from kerasrnn_pipelines.console import held_back_native_output
 from kerasrnn_pipelines.recurrent import make_cell
 
 
@@ -71,8 +72,11 @@ def build_model(config, source_vocabulary, target_vocabulary):
     ]
     if len(members) == 1:
         return members[0]
+    # Only right-to-left members rescore: without them λ has nothing to weigh.
     return seq2seq.Seq2SeqEnsemble(
-        members, rescoring_weight=RESCORING_WEIGHT, name="seq2seq_ensemble"
+        members,
+        rescoring_weight=RESCORING_WEIGHT if config.right_to_left else None,
+        name="seq2seq_ensemble",
     )
 
 
@@ -149,15 +153,17 @@ def export_litert(model, context, source_vocabulary, target_vocabulary, config, 
     if not context.is_chief:
         return None
     path = context.write_dir / LITERT_FILE
-    seq2seq.export_litert(
-        model,
-        path,
-        source_vocabulary,
-        target_vocabulary,
-        beam_width=config.beam_width,
-        length_penalty=config.length_penalty,
-        **options,
-    )
+    # The export runs the file once in the interpreter, which announces itself.
+    with held_back_native_output():
+        seq2seq.export_litert(
+            model,
+            path,
+            source_vocabulary,
+            target_vocabulary,
+            beam_width=config.beam_width,
+            length_penalty=config.length_penalty,
+            **options,
+        )
     return path
 
 
@@ -186,18 +192,20 @@ def litert_beam_search(path, sources):
     interpreter = Interpreter(str(path))
     answers = [None] * len(sources)
     pending = list(range(len(sources)))
-    for bucket in buckets:
-        length = bucket["max_source_length"]
-        last = bucket is buckets[-1]
-        fits = [i for i in pending if last or len(sources[i]) <= length]
-        pending = [i for i in pending if not (last or len(sources[i]) <= length)]
-        runner = interpreter.get_signature_runner(bucket["signature"])
-        for start in range(0, len(fits), LITERT_BATCH):
-            chunk = fits[start : start + LITERT_BATCH]
-            ids = np.zeros((len(chunk), length), np.int32)
-            for row, index in enumerate(chunk):
-                source = sources[index][:length]
-                ids[row, : len(source)] = source
-            for index, answer in zip(chunk, runner(source_ids=ids)["target_ids"]):
-                answers[index] = answer
+    # The interpreter announces its XNNPACK delegate at its first call.
+    with held_back_native_output():
+        for bucket in buckets:
+            length = bucket["max_source_length"]
+            last = bucket is buckets[-1]
+            fits = [i for i in pending if last or len(sources[i]) <= length]
+            pending = [i for i in pending if not (last or len(sources[i]) <= length)]
+            runner = interpreter.get_signature_runner(bucket["signature"])
+            for start in range(0, len(fits), LITERT_BATCH):
+                chunk = fits[start : start + LITERT_BATCH]
+                ids = np.zeros((len(chunk), length), np.int32)
+                for row, index in enumerate(chunk):
+                    source = sources[index][:length]
+                    ids[row, : len(source)] = source
+                for index, answer in zip(chunk, runner(source_ids=ids)["target_ids"]):
+                    answers[index] = answer
     return answers

@@ -12,6 +12,7 @@ from its answers (`litert_test_rmse`, ...).
 import numpy as np
 
 import kerasrnn
+from kerasrnn_pipelines.console import held_back_native_output
 
 #: The run's LiteRT file.
 LITERT_FILE = "model.tflite"
@@ -35,7 +36,9 @@ def write_litert(context, model, sequence_length=None):
     if not context.is_chief:
         return None
     path = context.write_dir / LITERT_FILE
-    kerasrnn.export_litert(model, path, sequence_length=sequence_length)
+    # The export runs the file once in the interpreter, which announces itself.
+    with held_back_native_output():
+        kerasrnn.export_litert(model, path, sequence_length=sequence_length)
     return path
 
 
@@ -94,4 +97,5 @@ def litert_metrics(path, evaluate):
     except ImportError:
         print("ai-edge-litert is not installed: model.tflite is written but not evaluated")
         return metrics
-    return {**metrics, **evaluate(predict)}
+    with held_back_native_output():
+        return {**metrics, **evaluate(predict)}

@@ -187,7 +187,7 @@ def test_a_run_into_a_file_prints_plain_epoch_lines_and_a_summary(tmp_path):
     status, printed, errors, out = train_into_a_file(tmp_path)
     assert status == 0, errors
     assert "\x1b" not in printed and "\r" not in printed and "\b" not in printed
-    assert "absl" not in errors and "oneDNN" not in errors
+    assert "absl" not in errors and "oneDNN" not in errors and "XNNPACK" not in errors
     assert not TENSORFLOW_LOG.search(errors), errors
 
     lines = printed.splitlines()
@@ -205,7 +205,7 @@ def test_a_run_into_a_file_prints_plain_epoch_lines_and_a_summary(tmp_path):
     metrics = json.loads((out / "metrics.json").read_text())
     record = json.loads((out / "run.json").read_text())
     done = [i for i, line in enumerate(lines) if line.startswith("kerasrnn-train classify: done")]
-    headline, outputs, serve = lines[done[0] + 1:]
+    headline, outputs, serve, litert = lines[done[0] + 1:]
     assert headline.startswith(
         f"  test_accuracy {metrics['test_accuracy']:.4g} against the baseline's "
         f"baseline_test_accuracy {metrics['baseline_test_accuracy']:.4g} (higher is better): "
@@ -217,6 +217,11 @@ def test_a_run_into_a_file_prints_plain_epoch_lines_and_a_summary(tmp_path):
     assert (python, dash_c) == ("python", "-c")
     served = run_without(PROJECT, program).stdout
     assert re.search(r"shape=\(1, 10\), dtype=float32", served), served
+    # And the LiteRT one opens model.tflite without TensorFlow either.
+    assert litert.startswith("  run the LiteRT model (ai-edge-litert only): python -c ")
+    python, dash_c, program = shlex.split(litert.partition(": ")[2])
+    signatures = run_without(PROJECT + ("tensorflow",), program).stdout
+    assert "'serving_default'" in signatures, signatures
 
 
 @pytest.mark.slow
