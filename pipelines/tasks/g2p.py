@@ -241,27 +241,26 @@ def draw_test_alignments(model, words, letters, phonemes, config, max_length, co
 # ------------------------------------------------------------------- LiteRT
 #: The LiteRT file's source buckets: a signature per word length bound
 #: (letters), so that a short word runs fewer unrolled steps.
-LITERT_SOURCE_BUCKETS = (8, 12, 16)
+LITERT_SOURCE_BUCKETS = (4, 6, 8, 10, 12, 16)
+
+#: Phonemes a bucket decodes beyond its letters: 99.95% of CMUDict's
+#: training pronunciations have at most 4 more phonemes than letters (the
+#: rest are abbreviations such as "fyi"), and the run's own decoding allows
+#: 4 beyond its longest pronunciation.
+LITERT_EXTRA_PHONEMES = 4
 
 
 def litert_buckets(train_words, max_length):
-    """`(letters, phonemes)` bounds of the LiteRT buckets: each bucket
-    decodes up to the longest pronunciation of a training word of at most
-    that many letters, plus the 4 the whole run allows beyond its longest
-    (`max_length`), never more than `max_length`. Bounds no shorter than
-    the longest training word are left out (`serving_default` holds them).
-    """
+    """`(letters, phonemes)` bounds of the LiteRT buckets: the words of at
+    most `letters` letters decode at most `letters + LITERT_EXTRA_PHONEMES`
+    phonemes (never more than `max_length`). Bounds no shorter than the
+    longest training word are left out: `serving_default` holds them."""
     longest_word = max(len(word) for word, _ in train_words)
-    buckets = []
-    for letters in LITERT_SOURCE_BUCKETS:
-        if letters >= longest_word:
-            break
-        longest = max(
-            (len(p) for word, prons in train_words if len(word) <= letters for p in prons),
-            default=0,
-        )
-        buckets.append((letters, min(longest + 4, max_length)))
-    return buckets
+    return [
+        (letters, min(letters + LITERT_EXTRA_PHONEMES, max_length))
+        for letters in LITERT_SOURCE_BUCKETS
+        if letters < longest_word
+    ]
 
 
 def litert_metrics(path, words, references, letters, phonemes):
