@@ -123,11 +123,15 @@ def test_unknown_option_is_refused_with_the_valid_options(capsys):
         (["--units", "0"], "argument --units: must be a positive integer; received '0'"),
         (["--units", "2.5"], "argument --units: must be a positive integer; received '2.5'"),
         (["--dropout", "1.5"], "argument --dropout: must be a number in [0, 1); received '1.5'"),
-        (["--cell-dropout", "-0.1"], "argument --cell-dropout: must be a number in [0, 1); received '-0.1'"),
-        (["--learning-rate", "nan"], "argument --learning-rate: must be a positive number; received 'nan'"),
+        (["--cell-dropout", "-0.1"],
+         "argument --cell-dropout: must be a number in [0, 1); received '-0.1'"),
+        (["--learning-rate", "nan"],
+         "argument --learning-rate: must be a positive number; received 'nan'"),
         (["--window", "0"], "argument --window: must be a positive integer; received '0'"),
-        (["--cell", "rnn"], "argument --cell: must be one of elman, lstm, gru, leaky; received 'rnn'"),
-        (["--strategy", "tpu"], "argument --strategy: must be one of default, mirrored, multiworker; received 'tpu'"),
+        (["--cell", "rnn"],
+         "argument --cell: must be one of elman, lstm, gru, leaky; received 'rnn'"),
+        (["--strategy", "tpu"],
+         "argument --strategy: must be one of default, mirrored, multiworker; received 'tpu'"),
         (["--data", "mnist"], "argument --data: must be one of embedded; received 'mnist'"),
     ],
 )
@@ -322,13 +326,19 @@ def test_configurations_are_frozen_and_check_every_value():
     config = G2PConfig()
     with pytest.raises(dataclasses.FrozenInstanceError):
         config.units = 3
-    with pytest.raises(ConfigError, match=r"^argument --units: must be a positive integer; received True$"):
+    with pytest.raises(
+        ConfigError, match=r"^argument --units: must be a positive integer; received True$"
+    ):
         ForecastConfig(units=True)
     with pytest.raises(ConfigError, match=r"argument --learning-rate: .*received '0.1'"):
         ForecastConfig(learning_rate="0.1")
-    with pytest.raises(ConfigError, match=r"argument --preset: must be one of full; received 'huge'"):
+    with pytest.raises(
+        ConfigError, match=r"argument --preset: must be one of full; received 'huge'"
+    ):
         G2PConfig(preset="huge")
-    with pytest.raises(ConfigError, match=r"argument --out: must be a directory path; received ' '"):
+    with pytest.raises(
+        ConfigError, match=r"argument --out: must be a directory path; received ' '"
+    ):
         G2PConfig(out=" ")
     assert ForecastConfig(window=220).window == 220
     with pytest.raises(ConfigError, match="--window: must be at most 220"):

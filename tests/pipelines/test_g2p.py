@@ -81,7 +81,8 @@ def test_nearest_spelling_baseline_takes_the_longest_shared_prefix():
 def test_wer_by_length_hand_worked():
     words = ["cat", "dog", "house", "kitchen", "elephants", "encyclopedia"]
     references = [[["K", "AE1", "T"]], [["D", "AO1", "G"]], [["HH", "AW1", "S"]],
-                  [["K", "IH1", "CH", "AH0", "N"]], [["EH1", "L", "AH0", "F", "AH0", "N", "T", "S"]],
+                  [["K", "IH1", "CH", "AH0", "N"]],
+                  [["EH1", "L", "AH0", "F", "AH0", "N", "T", "S"]],
                   [["IH0", "N"]]]
     predictions = [("K", "AE0", "T"),  # right once stress is removed
                    ("D", "AA1", "G"), ("HH", "AW1", "S"), ("K", "IH1", "CH", "AH0", "N"),
