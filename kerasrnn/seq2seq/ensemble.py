@@ -62,7 +62,10 @@ class Seq2SeqEnsemble(keras.Model):
         members: A list of one or more `Seq2Seq` models with the same source
             and target vocabulary sizes.
         rescoring_weight: λ ≥ 0, the weight of the right-to-left members'
-            log-probability when they rescore beam search's hypotheses.
+            log-probability when they rescore beam search's hypotheses;
+            None (the default) is 1 where such rescorers exist. Only an
+            ensemble with both left-to-right and right-to-left members
+            rescores: any other refuses a λ, which could change nothing.
         **kwargs: Passed to `keras.Model` (`name`, ...).
 
     Call arguments:
@@ -88,7 +91,10 @@ class Seq2SeqEnsemble(keras.Model):
     """
 
     def __init__(
-        self, members: Sequence[Seq2Seq], rescoring_weight: float = 1.0, **kwargs: Any
+        self,
+        members: Sequence[Seq2Seq],
+        rescoring_weight: float | None = None,
+        **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
         if isinstance(members, (list, tuple)):
@@ -114,7 +120,22 @@ class Seq2SeqEnsemble(keras.Model):
                     f"distributions are mixed token by token. Received: {sizes}"
                 )
         self.members = list(members)
-        self.rescoring_weight = check_number("rescoring_weight", rescoring_weight, low=0)
+        #: λ, or None for an ensemble with no rescorers.
+        self.rescoring_weight: float | None = None
+        if self.rescorers():
+            self.rescoring_weight = (
+                1.0
+                if rescoring_weight is None
+                else check_number("rescoring_weight", rescoring_weight, low=0)
+            )
+        elif rescoring_weight is not None:
+            raise ValueError(
+                "Argument `rescoring_weight` needs right-to-left members to "
+                "rescore with and left-to-right members whose beam they "
+                "rescore: this ensemble's members all read the target "
+                f"{self.members[0].target_order.replace('_', '-')}. "
+                f"Received: rescoring_weight={rescoring_weight!r}"
+            )
         self.source_vocabulary_size = members[0].source_vocabulary_size
         self.target_vocabulary_size = members[0].target_vocabulary_size
         kinds = {member.attention_kind for member in self.decoding_members()}
@@ -293,7 +314,7 @@ class Seq2SeqEnsemble(keras.Model):
         Returns:
             `(batch, B)` float32.
         """
-        if not self.rescorers():
+        if self.rescoring_weight is None:
             return scores
         width, length = ops.shape(sequences)[1], ops.shape(sequences)[2]
         rescored = self._rescorer_log_probs(
@@ -324,7 +345,8 @@ class Seq2SeqEnsemble(keras.Model):
 
     # --------------------------------------------------------------- config
     def get_config(self) -> Config:
-        """The members serialized, and `rescoring_weight`."""
+        """The members serialized, and `rescoring_weight` (None without
+        rescorers)."""
         return {
             "name": self.name,
             "trainable": self.trainable,
@@ -336,5 +358,19 @@ class Seq2SeqEnsemble(keras.Model):
 
     @classmethod
     def from_config(cls, config: Config) -> Seq2SeqEnsemble:
-        """The ensemble `get_config` describes (its weights not included)."""
-        return cls(**config)
+        """The ensemble `get_config` describes (its weights not included).
+
+        Configurations written before an ensemble without rescorers refused
+        a `rescoring_weight` hold one (1.0 unless given); it never had an
+        effect, and is dropped here so that their files still load.
+        """
+        config = dict(config)
+        members = [
+            keras.saving.deserialize_keras_object(member)
+            if isinstance(member, dict) else member
+            for member in config.pop("members")
+        ]
+        backwards = [getattr(m, "reads_right_to_left", False) for m in members]
+        if all(backwards) or not any(backwards):
+            config.pop("rescoring_weight", None)
+        return cls(members, **config)

@@ -100,7 +100,9 @@ def test_an_ensemble_g2p_run_decodes_and_serves_its_mixture(tmp_path, options, o
     assert isinstance(model, seq2seq.Seq2SeqEnsemble)
     assert [member.target_order for member in model.members] == orders
     assert len(model.rescorers()) == orders.count("right_to_left")
-    assert model.rescoring_weight == encoder_decoder.RESCORING_WEIGHT
+    assert model.rescoring_weight == (
+        encoder_decoder.RESCORING_WEIGHT if model.rescorers() else None
+    )
     assert metrics["parameters"] == 2 * model.members[0].count_params()
     assert 0 <= metrics["test_per"]
     assert (out / "alignments.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

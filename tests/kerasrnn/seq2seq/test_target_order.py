@@ -201,5 +201,40 @@ def test_unknown_target_order_is_refused(arguments, fragment):
 
 @pytest.mark.parametrize("weight", [-1.0, float("nan"), "1"])
 def test_bad_rescoring_weight_is_refused(weight):
-    with pytest.raises(ValueError, match="rescoring_weight"):
-        seq2seq.Seq2SeqEnsemble(make_members(), rescoring_weight=weight)
+    with pytest.raises(ValueError, match="`rescoring_weight` must be a finite number"):
+        seq2seq.Seq2SeqEnsemble(
+            [*make_members(), right_to_left_model()], rescoring_weight=weight
+        )
+
+
+@pytest.mark.parametrize("right_to_left_only", [False, True])
+def test_a_rescoring_weight_without_rescorers_is_refused(right_to_left_only):
+    members = (
+        [right_to_left_model(seed) for seed in (1, 2)] if right_to_left_only else make_members()
+    )
+    for weight in (0.5, 1.0, 0.0):
+        with pytest.raises(
+            ValueError,
+            match="`rescoring_weight` needs right-to-left members.*left-to-right.*"
+            f"Received: rescoring_weight={weight}",
+        ):
+            seq2seq.Seq2SeqEnsemble(members, rescoring_weight=weight)
+    # Not given, it is None: nothing rescores, and the configuration says so.
+    ensemble = seq2seq.Seq2SeqEnsemble(members)
+    assert ensemble.rescoring_weight is None
+    assert ensemble.get_config()["rescoring_weight"] is None
+
+
+def test_rescorers_weigh_one_unless_told_otherwise():
+    ensemble = seq2seq.Seq2SeqEnsemble([*make_members(), right_to_left_model()])
+    assert ensemble.rescoring_weight == 1.0
+
+
+def test_a_saved_weight_without_rescorers_still_loads():
+    # Configurations written before the refusal hold a weight (1.0 by
+    # default) for ensembles with nothing to rescore with; it never had an
+    # effect, and loading drops it.
+    config = seq2seq.Seq2SeqEnsemble(make_members()).get_config()
+    for weight in (1.0, 0.5):
+        restored = seq2seq.Seq2SeqEnsemble.from_config({**config, "rescoring_weight": weight})
+        assert restored.rescoring_weight is None and not restored.rescorers()
