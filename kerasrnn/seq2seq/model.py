@@ -56,8 +56,12 @@ is `kerasrnn.seq2seq.protocol.DecodableModel`.
 
 Token ids follow `kerasrnn.seq2seq.vocabulary`: 0 pads, 1 starts, 2 ends.
 The source embedding masks padding (`mask_zero=True`), so the encoder reads
-only real tokens in both directions; the decoder needs no mask, because
-right padding only follows the last real step and the loss skips it.
+only real tokens in both directions, wherever the source's padding sits (at
+the end, at the front as `keras.utils.pad_sequences` puts it by default, or
+between tokens): the answers depend on the tokens alone, and α puts its
+weights on the columns that hold them. The decoder needs no mask, because
+the target's padding, at its end, only follows the last real step and the
+loss skips it.
 """
 
 from __future__ import annotations
@@ -325,7 +329,8 @@ class Seq2Seq(keras.Model):
         """Run the encoder; return the decoder's initial states and context.
 
         Args:
-            source_ids: `(batch, S)` int ids, right-padded with 0.
+            source_ids: `(batch, S)` int ids padded with 0, at either end
+                or between tokens: the encoder skips padding.
             training: Whether encoder dropout applies.
 
         Returns:
@@ -373,18 +378,24 @@ class Seq2Seq(keras.Model):
     def _final_output(self, outputs: TensorLike, mask: TensorLike) -> TensorLike:
         """The encoder's final output from its `(batch, S, m)` sequence.
 
-        keras.layers.RNN returns zeros at masked steps, so the forward
-        direction's final output is the one at the last real position and
-        the backward direction's (re-reversed by `Bidirectional`) the one at
-        position 0.
+        The forward direction's final output is the one at the last real
+        position, the backward direction's (re-reversed by `Bidirectional`)
+        the one at the first, wherever the padding sits: the encoder skips
+        padding, so these are the outputs after reading every token.
         """
-        lengths = ops.sum(ops.cast(mask, "int32"), axis=1)
-        last = ops.maximum(lengths - 1, 0)[:, None, None]
+        positions = ops.arange(ops.shape(mask)[1])[None, :]
+        last = ops.max(ops.where(mask, positions, 0), axis=1)
         half = self.cell_output_size
-        forward = ops.take_along_axis(outputs[:, :, :half], last, axis=1)[:, 0]
+        forward = ops.take_along_axis(
+            outputs[:, :, :half], last[:, None, None], axis=1
+        )[:, 0]
         if not self.bidirectional:
             return forward
-        return ops.concatenate([forward, outputs[:, 0, half:]], axis=-1)
+        first = ops.argmax(ops.cast(mask, "int32"), axis=1)
+        backward = ops.take_along_axis(
+            outputs[:, :, half:], first[:, None, None], axis=1
+        )[:, 0]
+        return ops.concatenate([forward, backward], axis=-1)
 
     # ---------------------------------------------------------------- decode
     def decode_step(
@@ -600,9 +611,9 @@ class Seq2Seq(keras.Model):
                 the pair), as `teacher_forcing_pair` makes.
 
         Returns:
-            `(B, T, S)` float32: row t is α_t, summing to 1 over the real
-            source tokens and exactly 0 on padding (all 0 for a source that
-            is all padding).
+            `(B, T, S)` float32: row t is α_t over the source's columns as
+            given, summing to 1 over the real source tokens and exactly 0 on
+            padding (all 0 for a source that is all padding).
 
         Raises:
             ValueError: the model has no attention, or the inputs are not

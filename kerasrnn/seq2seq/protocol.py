@@ -69,7 +69,7 @@ class DecodableModel(Protocol):
         """Read the source.
 
         Args:
-            source_ids: `(batch, S)` int ids, right-padded with 0.
+            source_ids: `(batch, S)` int ids padded with 0 (anywhere).
             training: Whether dropout applies.
 
         Returns:

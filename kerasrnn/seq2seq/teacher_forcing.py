@@ -16,7 +16,7 @@ def teacher_forcing_pair(
     """A batch of (source, target) ids -> the `(inputs, labels)` of `fit`.
 
     Args:
-        source_ids: `(batch, S)` int, right-padded with 0.
+        source_ids: `(batch, S)` int, padded with 0 (at either end).
         target_ids: `(batch, T)` int, right-padded with 0, without start or
             end ids.
 
