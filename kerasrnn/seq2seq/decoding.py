@@ -11,6 +11,15 @@ longer changes; the loop ends when every example has ended or after
 `max_length` steps. Pad and start ids are never emitted. A source that is all
 padding gets the empty answer (only padding, log-probability 0).
 
+Sources are `(batch, S)` ids padded with 0 anywhere: at the end, at the front
+(`keras.utils.pad_sequences`'s default) or between tokens. The encoder skips
+padding, so the answers, log-probabilities and scores depend only on the
+tokens, and alignments put the same weights on the same tokens, at the
+columns where the source holds them (0 on padding).
+
+Every decoder runs at most `MAX_DECODE_LENGTH` (65536) steps: its outputs
+(and sampling's noise) are allocated before the first step.
+
 Each decoder returns a `DecodeResult` whatever its arguments. Its
 sequences are `(…, max_length)` int32 ids, the `<end>` id included
 where the example ended, then zeros. Log-probabilities are
@@ -36,6 +45,7 @@ An ensemble's right-to-left members rescore beam search's hypotheses (see
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -50,13 +60,25 @@ from kerasrnn.types import TensorLike
 from kerasrnn.validation import (
     check_bool,
     check_ids,
-    check_int,
     check_number,
     check_positive_int,
 )
 
 #: How decoding picks y_t: `(t, log_probs (batch, V)) -> tokens (batch,)`.
 Choice = Callable[[TensorLike, TensorLike], TensorLike]
+
+#: The most steps a decoder runs (`max_length`): an int32 index with room to
+#: spare, and outputs of (batch, [B,] max_length) ids (sampling's noise:
+#: (max_length, batch, V) floats) that are allocated before the first step.
+MAX_DECODE_LENGTH = 2**16
+
+#: The largest GNMT length penalty α: ((5 + L)/6)^α stays below 2.1e32 for
+#: every L ≤ MAX_DECODE_LENGTH, so that scores neither overflow float32
+#: (3.4e38) nor collapse to 0 and lose their order.
+MAX_LENGTH_PENALTY = 8.0
+
+#: The seeds `sample_decode` takes: int64, what the stateless noise reads.
+SEED_RANGE = (-(2**63), 2**63 - 1)
 
 
 class DecodeResult(NamedTuple):
@@ -65,7 +87,8 @@ class DecodeResult(NamedTuple):
     Attributes:
         sequences: int32 ids, `(batch, max_length)` for greedy and sampled
             decoding, `(batch, B, max_length)` for beam search (best first):
-            the emitted tokens, `<end>` included, then padding.
+            the emitted tokens, `<end>` included, then padding (never pad or
+            start among the tokens; beam search's placeholders are empty).
         log_probs: float32 log p(y | x) of each sequence under the model,
             `(batch,)` or `(batch, B)`.
         scores: What the sequences are ranked by, shaped like `log_probs`:
@@ -105,6 +128,13 @@ def check_decoder_arguments(
             "(for an ensemble: every decoding member attends). Received: "
             "return_alignments=True for a model whose has_attention is False"
         )
+    if isinstance(source_ids, (tf.RaggedTensor, tf.SparseTensor)):
+        raise ValueError(
+            "Argument `source_ids` must be a dense (batch, length) batch of "
+            "ids, its rows padded with 0 to one length (`.to_tensor(0)` "
+            "makes one from a ragged batch). "
+            f"Received: a tf.{type(source_ids).__name__}"
+        )
     if tf.is_tensor(source_ids) and tf.is_symbolic_tensor(source_ids):
         if not (source_ids.dtype.is_integer):
             raise ValueError(
@@ -117,7 +147,16 @@ def check_decoder_arguments(
                 f"Received: shape {tuple(source_ids.shape)}"
             )
         return tf.cast(source_ids, tf.int32), return_alignments
-    ids = np.asarray(source_ids)
+    try:
+        ids = np.asarray(source_ids)
+    except ValueError:
+        # NumPy refuses rows of different lengths.
+        raise ValueError(
+            "Argument `source_ids` must have rows of one length: pad them "
+            "with 0 (`keras.utils.pad_sequences`; the padding may sit at "
+            "either end). Received: rows of lengths "
+            f"{[len(row) if hasattr(row, '__len__') else None for row in source_ids]}"
+        ) from None
     if ids.ndim != 2 or 0 in ids.shape:
         raise ValueError(
             "Argument `source_ids` must be a (batch, length) batch of ids "
@@ -125,6 +164,34 @@ def check_decoder_arguments(
         )
     ids = check_ids("source_ids", ids, model.source_vocabulary_size)
     return tf.constant(ids, tf.int32), return_alignments
+
+
+def check_int_in(name: str, value: object, low: int, high: int) -> int:
+    """Return `value` as an `int` if it is an integer in [low, high], else
+    raise a ValueError naming `name`, the value and the interval."""
+    if (
+        not isinstance(value, (int, np.integer))
+        or isinstance(value, (bool, np.bool_))
+        or not low <= value <= high
+    ):
+        raise ValueError(
+            f"Argument `{name}` must be an integer in [{low}, {high}]. "
+            f"Received: {name}={value!r}"
+        )
+    return int(value)
+
+
+def check_max_length(max_length: object, name: str = "max_length") -> int:
+    """`max_length` as an int in [1, `MAX_DECODE_LENGTH`], else a ValueError
+    naming the argument `name`."""
+    return check_int_in(name, max_length, 1, MAX_DECODE_LENGTH)
+
+
+def check_length_penalty(length_penalty: object) -> float:
+    """α as a float in [0, `MAX_LENGTH_PENALTY`], else a ValueError."""
+    return check_number(
+        "length_penalty", length_penalty, low=0, high=MAX_LENGTH_PENALTY
+    )
 
 
 def check_decodable(model: object) -> None:
@@ -173,6 +240,12 @@ def keep_shapes(step: Callable[..., Any]) -> Callable[..., Any]:
 def all_padding(source_ids: TensorLike) -> TensorLike:
     """`(batch,)` bool: the sources that hold no token."""
     return tf.reduce_all(tf.equal(source_ids, PAD_ID), axis=-1)
+
+
+def emittable(vocabulary_size: int) -> TensorLike:
+    """`(V,)` bool: the ids a decoder may emit, all but pad and start."""
+    ids = tf.range(vocabulary_size)
+    return tf.not_equal(ids, PAD_ID) & tf.not_equal(ids, START_ID)
 
 
 def decode_tokens(
@@ -270,8 +343,10 @@ def greedy_decode(
 
     Args:
         model: A `DecodableModel`: a `Seq2Seq` or `Seq2SeqEnsemble`.
-        source_ids: `(batch, S)` int ids, right-padded with 0.
-        max_length: Positive int, the most tokens emitted per example.
+        source_ids: `(batch, S)` int ids padded with 0 (anywhere: see the
+            module doc); a dense array, not a ragged one.
+        max_length: Int in [1, `MAX_DECODE_LENGTH`] (65536), the most
+            tokens emitted per example.
         return_alignments: Also return α (attention models only).
 
     Returns:
@@ -279,7 +354,7 @@ def greedy_decode(
         `(batch,)` float32, scores equal to log_probs, and alignments
         `(batch, max_length, S)` with `return_alignments` (else None).
     """
-    max_length = check_positive_int("max_length", max_length)
+    max_length = check_max_length(max_length)
     source_ids, return_alignments = check_decoder_arguments(
         model, source_ids, return_alignments
     )
@@ -291,24 +366,37 @@ def compiled_sample(
     model: DecodableModel,
     source_ids: TensorLike,
     max_length: int,
-    temperature: float,
+    temperature: TensorLike,
     top_k: int | None,
-    seed: int,
+    seed: TensorLike,
     return_alignments: bool,
 ) -> DecodeResult:
     # All noise is drawn before the loop: a seed computed inside a
     # tf.while_loop gives different streams with and without XLA.
     uniform = tf.random.stateless_uniform(
         [max_length, tf.shape(source_ids)[0], model.target_vocabulary_size],
-        seed=[seed, 0], minval=1e-7, maxval=1.0, alg="philox",
+        seed=tf.stack([seed, tf.constant(0, tf.int64)]), minval=1e-7, maxval=1.0,
+        alg="philox",
     )
-    gumbel = -tf.math.log(-tf.math.log(uniform))
+    gumbel = tf.cast(-tf.math.log(-tf.math.log(uniform)), tf.float64)
+    allowed = emittable(model.target_vocabulary_size)[None]
+    never = tf.constant(-np.inf, tf.float64)
 
     def choose(t: TensorLike, log_probs: TensorLike) -> TensorLike:
-        scaled = log_probs / temperature
+        kept = tf.broadcast_to(allowed, tf.shape(log_probs))
         if top_k is not None:
-            kth = tf.math.top_k(scaled, k=top_k).values[:, -1:]
-            scaled = tf.where(scaled < kth, FORBIDDEN_LOG_PROB, scaled)
+            # Temperature does not change the order: the k most likely
+            # tokens are the same before and after it.
+            kth = tf.math.top_k(
+                tf.where(kept, log_probs, -np.inf), k=top_k
+            ).values[:, -1:]
+            kept &= log_probs >= kth
+        best = tf.reduce_max(tf.where(kept, log_probs, -np.inf), axis=-1, keepdims=True)
+        # (log p − max log p) / T is ≤ 0, and 0 for the most likely token:
+        # in float64 no finite T > 0 makes it NaN, and pad and start, left
+        # out rather than scaled, can never come back within reach.
+        scaled = tf.cast(log_probs - best, tf.float64) / temperature
+        scaled = tf.where(kept, scaled, never)
         return tf.argmax(scaled + gumbel[t], axis=-1, output_type=tf.int32)
 
     return decode_tokens(model, source_ids, max_length, choose, return_alignments)
@@ -326,16 +414,24 @@ def sample_decode(
     """Draw y_t from softmax(logits / temperature), optionally among the top k.
 
     Sampling uses the Gumbel-max trick with stateless Philox noise: the same
-    `seed` and inputs give the same samples, with or without XLA.
+    `seed` and inputs give the same samples, with or without XLA. The draw
+    is among the tokens a decoder may emit (never pad or start), computed in
+    float64 from log p − max log p, so that every finite temperature gives
+    the distribution it defines: a tiny one is greedy decoding (ties
+    aside), a huge one is uniform over the tokens allowed.
 
     Args:
         model: A `DecodableModel`: a `Seq2Seq` or `Seq2SeqEnsemble`.
-        source_ids: `(batch, S)` int ids, right-padded with 0.
-        max_length: Positive int, the most tokens emitted per example.
-        temperature: Positive float; < 1 sharpens, > 1 flattens.
+        source_ids: `(batch, S)` int ids padded with 0 (anywhere: see the
+            module doc); a dense array, not a ragged one.
+        max_length: Int in [1, `MAX_DECODE_LENGTH`] (65536), the most
+            tokens emitted per example; the noise, `(max_length, batch, V)`
+            float32, is drawn before the first step.
+        temperature: Any finite float > 0; < 1 sharpens, > 1 flattens.
         top_k: None (all tokens) or an int in [1, V]: sample among the k most
-            likely tokens only (ties at the k-th value are kept).
-        seed: Int seed of the noise.
+            likely tokens only (ties at the k-th value are kept; pad and
+            start never count among them).
+        seed: Int seed of the noise, in [-2**63, 2**63 - 1] (int64).
         return_alignments: Also return α (attention models only).
 
     Returns:
@@ -344,7 +440,7 @@ def sample_decode(
         `(batch, max_length, S)` with `return_alignments` (else None); the
         log-probabilities are the model's (temperature 1, no top-k).
     """
-    max_length = check_positive_int("max_length", max_length)
+    max_length = check_max_length(max_length)
     temperature = check_number("temperature", temperature, low=0, low_open=True)
     source_ids, return_alignments = check_decoder_arguments(
         model, source_ids, return_alignments
@@ -356,9 +452,16 @@ def sample_decode(
                 "Argument `top_k` must be at most the target vocabulary size, "
                 f"{model.target_vocabulary_size}. Received: top_k={top_k!r}"
             )
-    seed = check_int("seed", seed, -(2**63))
+    seed = check_int_in("seed", seed, *SEED_RANGE)
+    # TensorFlow flushes subnormal floats to zero. Below float64's smallest
+    # normal number a temperature samples as it does at that number: any
+    # nonzero log p − max log p (≥ 1.4e-45 in size) becomes ≤ −6e262 either
+    # way, out of the noise's reach.
+    temperature = max(temperature, sys.float_info.min)
+    # Tensors, not Python numbers: one trace serves every seed and temperature.
     return compiled_sample(
-        model, source_ids, max_length, temperature, top_k, seed, return_alignments
+        model, source_ids, max_length, tf.constant(temperature, tf.float64), top_k,
+        tf.constant(seed, tf.int64), return_alignments,
     )
 
 
@@ -385,11 +488,11 @@ def compiled_beam_search(
     states = [tf.repeat(state, width, axis=0) for state in states]
     context = model.context_for_beams(context, width)
     vocabulary_size = model.target_vocabulary_size
-    # Only beam 0 is alive at first, so the first step expands one hypothesis.
-    log_probs = tf.tile(
-        tf.concat([[0.0], tf.fill([width - 1], FORBIDDEN_LOG_PROB)], 0)[None],
-        [batch, 1],
-    )
+    allowed = emittable(vocabulary_size)
+    # Only beam 0 holds a hypothesis at first, so the first step expands one
+    # hypothesis; the others are placeholders (empty, ended, at −1e9) for as
+    # long as fewer than B hypotheses exist.
+    placeholder = tf.tile((tf.range(width) > 0)[None], [batch, 1])
     # An ended hypothesis has one continuation: padding, at no cost.
     ended_row = tf.where(
         tf.equal(tf.range(vocabulary_size), PAD_ID), 0.0, FORBIDDEN_LOG_PROB
@@ -397,7 +500,8 @@ def compiled_beam_search(
     hypotheses = {
         "sequences": tf.zeros([batch, width, max_length], tf.int32),
         "lengths": tf.zeros([batch, width], tf.int32),
-        "log_probs": log_probs,
+        "log_probs": tf.where(placeholder, FORBIDDEN_LOG_PROB, 0.0),
+        "placeholder": placeholder,
     }
     if return_alignments:
         # Reordering every hypothesis's whole α history at every step would
@@ -439,20 +543,34 @@ def compiled_beam_search(
             return tf.gather(tensor, parents, batch_dims=1)
 
         was_finished = reorder(finished)
-        # When fewer than B candidates are possible, top_k also returns
-        # forbidden continuations of ended hypotheses (at −1e9): they stay
-        # padding, so an ended hypothesis never grows.
-        tokens = tf.where(was_finished, PAD_ID, best % vocabulary_size)
+        tokens = best % vocabulary_size
+        # When fewer than B hypotheses exist, top_k also returns candidates
+        # no decoder produces (at ≤ −1e9): a placeholder's continuation, pad
+        # or start after a live hypothesis, anything but padding after an
+        # ended one. They become placeholders, so that no answer holds pad
+        # or start, nor grows after its end.
+        placeholder = reorder(hypotheses["placeholder"]) | tf.where(
+            was_finished,
+            tf.not_equal(tokens, PAD_ID),
+            ~tf.gather(allowed, tokens),
+        )
+        tokens = tf.where(was_finished | placeholder, PAD_ID, tokens)
+        sequences = append_token(reorder(hypotheses["sequences"]), t, tokens)
         updated = {
-            "sequences": append_token(reorder(hypotheses["sequences"]), t, tokens),
-            "lengths": reorder(candidate_lengths),
-            "log_probs": tf.gather(
-                tf.reshape(candidates, [batch, -1]), best, batch_dims=1
+            "sequences": tf.where(placeholder[..., None], PAD_ID, sequences),
+            "lengths": tf.where(placeholder, 0, reorder(candidate_lengths)),
+            "log_probs": tf.where(
+                placeholder,
+                FORBIDDEN_LOG_PROB,
+                tf.gather(tf.reshape(candidates, [batch, -1]), best, batch_dims=1),
             ),
+            "placeholder": placeholder,
         }
         if return_alignments:
             alignment = tf.reshape(decoded.alignment, [batch, width, -1])
-            alignment = tf.where(was_finished[..., None], 0.0, reorder(alignment))
+            alignment = tf.where(
+                (was_finished | placeholder)[..., None], 0.0, reorder(alignment)
+            )
             updated["history"] = tf.tensor_scatter_nd_update(
                 hypotheses["history"], [[t]], alignment[None]
             )
@@ -460,13 +578,13 @@ def compiled_beam_search(
                 reorder(hypotheses["slots"]), t,
                 tf.broadcast_to(tf.range(width), [batch, width]),
             )
-        finished = was_finished | tf.equal(tokens, END_ID)
+        finished = was_finished | placeholder | tf.equal(tokens, END_ID)
         rows = tf.reshape(parents + width * tf.range(batch)[:, None], [-1])
         new_states = [tf.gather(state, rows) for state in decoded.states]
         return t + 1, tf.reshape(tokens, [-1]), new_states, finished, updated
 
     # A source that is all padding starts ended: its answer is empty.
-    finished = tf.tile(all_padding(source_ids)[:, None], [1, width])
+    finished = all_padding(source_ids)[:, None] | placeholder
     *_, hypotheses = tf.while_loop(
         lambda t, previous, states, finished, *_: (t < max_length)
         & ~tf.reduce_all(finished),
@@ -475,6 +593,7 @@ def compiled_beam_search(
     )
     # top_k ranked the last step by these very scores: best first already.
     sequences, log_probs = hypotheses["sequences"], hypotheses["log_probs"]
+    placeholder = hypotheses["placeholder"]
     scores = log_probs / length_penalty_factor(hypotheses["lengths"], alpha)
     alignments = None
     if return_alignments:
@@ -483,11 +602,14 @@ def compiled_beam_search(
             hypotheses["history"], tf.transpose(hypotheses["slots"], [2, 0, 1]),
             batch_dims=2,
         )
-        alignments = tf.transpose(alignments, [1, 2, 0, 3])
-    scores = model.rescore(source_ids, sequences, scores)
+        alignments = tf.where(
+            placeholder[..., None, None], 0.0, tf.transpose(alignments, [1, 2, 0, 3])
+        )
+    scores = tf.where(
+        placeholder, FORBIDDEN_LOG_PROB, model.rescore(source_ids, sequences, scores)
+    )
     # Rescoring may change the ranking; a stable sort leaves an unchanged one
-    # as it is. Forbidden hypotheses (at −1e9) stay last: rescoring adds a
-    # finite amount.
+    # as it is. Placeholders (at −1e9) stay last.
     order = tf.argsort(scores, axis=1, direction="DESCENDING", stable=True)
     sequences, log_probs, scores = (
         tf.gather(value, order, batch_dims=1)
@@ -517,12 +639,21 @@ def beam_search_decode(
     decoder states — the attentional vector of Luong's input feeding
     included — are reordered with the hypotheses at every step.
 
+    Where fewer than B hypotheses exist (a beam wider than the vocabulary
+    allows in `max_length` steps), the last beams are placeholders: empty
+    sequences whose log-probability and score are −1e9
+    (`FORBIDDEN_LOG_PROB`), ranked last.
+
     Args:
         model: A `DecodableModel`: a `Seq2Seq` or `Seq2SeqEnsemble`.
-        source_ids: `(batch, S)` int ids, right-padded with 0.
+        source_ids: `(batch, S)` int ids padded with 0 (anywhere: see the
+            module doc); a dense array, not a ragged one.
         beam_width: Positive int, B.
-        max_length: Positive int, the most tokens per hypothesis.
-        length_penalty: α ≥ 0; larger favours longer hypotheses.
+        max_length: Int in [1, `MAX_DECODE_LENGTH`] (65536), the most tokens
+            per hypothesis.
+        length_penalty: α in [0, `MAX_LENGTH_PENALTY`] (8); larger favours
+            longer hypotheses. The bound keeps lp(L) within float32 for
+            every allowed L: beyond it the scores would overflow or tie.
         return_alignments: Also return α (attention models only).
 
     Returns:
@@ -534,8 +665,8 @@ def beam_search_decode(
         rescorers' log-probability.
     """
     beam_width = check_positive_int("beam_width", beam_width)
-    max_length = check_positive_int("max_length", max_length)
-    length_penalty = check_number("length_penalty", length_penalty, low=0)
+    max_length = check_max_length(max_length)
+    length_penalty = check_length_penalty(length_penalty)
     source_ids, return_alignments = check_decoder_arguments(
         model, source_ids, return_alignments
     )
