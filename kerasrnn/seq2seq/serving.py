@@ -40,6 +40,11 @@ error:
 | more than `max_input_length` tokens | only the first `max_input_length` are read |
 | a hypothesis that has not ended after `max_output_length` tokens | cut there |
 
+A source vocabulary of which no token can come out of text under
+`lowercase` and `split` (upper-case letters with `lowercase=True`, words
+with `split="characters"`) is refused with a `ValueError` naming its tokens;
+one with only some such tokens is exported with a `UserWarning` naming them.
+
 With `jit_compile=True` (the default) the numeric core — encoder, beam
 search and every number of the answer — is one XLA-compiled function inside
 the serving graph; the string handling around it (splitting, vocabulary
@@ -67,6 +72,8 @@ documentation's Benchmarks page gives the measured figures.
 from __future__ import annotations
 
 import os
+import pathlib
+import warnings
 from typing import Any
 
 import keras
@@ -76,6 +83,8 @@ from kerasrnn.seq2seq.decoding import (
     all_padding,
     beam_search_decode,
     check_decodable,
+    check_length_penalty,
+    check_max_length,
 )
 from kerasrnn.seq2seq.protocol import DecodableModel
 from kerasrnn.seq2seq.vocabulary import PAD_ID, UNKNOWN_ID, Vocabulary
@@ -83,7 +92,6 @@ from kerasrnn.types import TensorLike
 from kerasrnn.validation import (
     check_bool,
     check_choice,
-    check_number,
     check_positive_int,
 )
 
@@ -112,9 +120,11 @@ class StringSeq2Seq(tf.Module):
         separator: String joining the output tokens (`" "` for phonemes).
         lowercase: Whether inputs are lower-cased first.
         beam_width: B of the beam search.
-        length_penalty: α of the beam search.
+        length_penalty: α of the beam search, in [0, 8]
+            (`decoding.MAX_LENGTH_PENALTY`).
         max_input_length: Source tokens read per input, at most.
-        max_output_length: Target tokens emitted per hypothesis, at most.
+        max_output_length: Target tokens emitted per hypothesis, at most:
+            an int in [1, 65536] (`decoding.MAX_DECODE_LENGTH`).
         jit_compile: Whether the encoder and beam search run as one
             XLA-compiled function on padded shapes (see the module doc:
             faster, the same answers up to float rounding, a compile per new
@@ -164,12 +174,13 @@ class StringSeq2Seq(tf.Module):
         self.separator = separator
         self.lowercase = check_bool("lowercase", lowercase)
         self.beam_width = check_positive_int("beam_width", beam_width)
-        self.length_penalty = check_number("length_penalty", length_penalty, low=0)
+        self.length_penalty = check_length_penalty(length_penalty)
         self.max_input_length = check_positive_int("max_input_length", max_input_length)
-        self.max_output_length = check_positive_int(
-            "max_output_length", max_output_length
+        self.max_output_length = check_max_length(
+            max_output_length, "max_output_length"
         )
         self.jit_compile = check_bool("jit_compile", jit_compile)
+        check_reachable(self, source_vocabulary)
         self.with_attention = model.has_attention
         # One trace for every shape; XLA then compiles per concrete shape.
         self.compiled_decode = tf.function(
@@ -201,19 +212,23 @@ class StringSeq2Seq(tf.Module):
         There is always at least one padding column, so that an all-empty
         batch still has a time axis for the encoder.
         """
-        texts = tf.strings.strip(texts)
-        if self.lowercase:
-            texts = tf.strings.lower(texts, encoding="utf-8")
-        if self.split == "characters":
-            tokens = tf.strings.unicode_split(texts, "UTF-8", errors="replace")
-        else:
-            tokens = tf.strings.split(texts)
+        tokens = self.source_tokens(tf.strings.strip(texts))
         ids = tf.ragged.map_flat_values(self.source_table.lookup, tokens)
         ids = tf.ragged.boolean_mask(ids, ids >= 0)[:, : self.max_input_length]
         batch = tf.shape(texts)[0]
         return tf.concat(
             [ids.to_tensor(PAD_ID), tf.zeros([batch, 1], tf.int32)], axis=1
         )
+
+    def source_tokens(self, texts: TensorLike) -> tf.RaggedTensor:
+        """`(batch,)` strings -> `(batch, None)` ragged source tokens:
+        lower-cased with `lowercase`, then split into characters or at
+        whitespace, as `split` says."""
+        if self.lowercase:
+            texts = tf.strings.lower(texts, encoding="utf-8")
+        if self.split == "characters":
+            return tf.strings.unicode_split(texts, "UTF-8", errors="replace")
+        return tf.strings.split(texts)
 
     # Any shape is let in, so that a wrong rank is refused by a message that
     # names the expected one rather than by a strided slice deep inside.
@@ -310,6 +325,45 @@ class StringSeq2Seq(tf.Module):
         return decoded
 
 
+def check_reachable(module: StringSeq2Seq, vocabulary: Vocabulary) -> None:
+    """Refuse a source `vocabulary` of which text can become no token under
+    the `module`'s `lowercase` and `split`, and warn when it can become only
+    some of them: the others can never be read, and an input made only of
+    them is served the empty answer.
+
+    A token is reachable when `source_tokens` turns it, as a text, into
+    itself alone: lower-casing maps any text to text it leaves unchanged,
+    and splitting never makes a piece it would split again. Stripping is
+    left out, since an inner space is a character token too.
+    """
+    tokens = vocabulary.tokens
+    pieces = module.source_tokens(tf.constant(tokens, tf.string)).to_list() if tokens else []
+    unreachable = [
+        token for token, piece in zip(tokens, pieces) if piece != [token.encode()]
+    ]
+    settings = f"lowercase={module.lowercase}, split={module.split!r}"
+    shown = repr(unreachable[:20]) + (
+        f" and {len(unreachable) - 20} more" if len(unreachable) > 20 else ""
+    )
+    if len(unreachable) == len(tokens):
+        raise ValueError(
+            "Argument `source_vocabulary` must hold tokens that text can "
+            f"become with {settings}: single characters with "
+            "split='characters', words without whitespace with "
+            "split='whitespace', in lower case with lowercase=True. None of "
+            "its tokens is, so every answer would be empty. Received: "
+            f"source_vocabulary with the tokens {shown}"
+        )
+    if unreachable:
+        warnings.warn(
+            f"{len(unreachable)} of the source vocabulary's {len(tokens)} "
+            f"tokens are never read: no text becomes them with {settings}. "
+            f"They are {shown}",
+            UserWarning,
+            stacklevel=3,
+        )
+
+
 def round_up(size: TensorLike, step: int) -> TensorLike:
     """The multiple of `step` at or above `size` (int32 tensors)."""
     return (size + step - 1) // step * step
@@ -367,14 +421,34 @@ def export_serving(
         `module.serve(texts)`).
 
     Raises:
-        ValueError: `path` is an existing file, or an option is out of range
-            (see `StringSeq2Seq`).
+        TypeError: `path` is not a str or `os.PathLike`.
+        ValueError: `path` is an existing file or lies under one, an option
+            is out of range (see `StringSeq2Seq`), or the source vocabulary
+            holds no token that text can become with the `lowercase` and
+            `split` options (some such tokens only warn: a `UserWarning`
+            names them).
     """
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(
+            "Argument `path` must be a str or os.PathLike, the directory to "
+            f"write the SavedModel into. Received: path={path!r}"
+        )
     if os.path.exists(path) and not os.path.isdir(path):
         raise ValueError(
             "Argument `path` must be a directory to write the SavedModel into. "
             f"Received: path={str(path)!r}, an existing file"
         )
+    # The nearest ancestor that exists must be a directory to make it in.
+    for parent in pathlib.Path(path).parents:
+        if os.path.exists(parent):
+            if not os.path.isdir(parent):
+                raise ValueError(
+                    "Argument `path` must be a directory to write the "
+                    "SavedModel into, made with its missing parents. "
+                    f"Received: path={str(path)!r}, whose parent "
+                    f"{str(parent)!r} is a file, not a directory"
+                )
+            break
     module = StringSeq2Seq(model, source_vocabulary, target_vocabulary, **options)
     archive = keras.export.ExportArchive()
     archive.track(model)

@@ -1,5 +1,8 @@
 """The string SavedModel, loaded in a process that cannot import kerasrnn."""
 
+import re
+import warnings
+
 import keras
 import numpy as np
 import pytest
@@ -213,6 +216,53 @@ def test_bad_export_arguments(exported, tmp_path):
     a_file.write_text("")
     with pytest.raises(ValueError, match="`path`.*an existing file"):
         seq2seq.export_serving(model, a_file, source, target)
+    # A directory cannot be made under a file.
+    with pytest.raises(ValueError, match="`path`.*Received: path=.*taken/sub.*'.*taken' is a file"):
+        seq2seq.export_serving(model, a_file / "sub", source, target)
+    with pytest.raises(TypeError, match="`path`.*Received: path=3"):
+        seq2seq.export_serving(model, 3, source, target)
+
+
+@pytest.mark.parametrize(
+    "tokens, options",
+    [
+        (list("ABC"), {}),  # lower-cased first: no input reads as an upper-case token
+        (["hello", "world", "cat"], {}),  # words, split into characters
+        (["a b", "c d", "e\tf"], {"split": "whitespace"}),  # split at whitespace
+    ],
+)
+def test_a_vocabulary_no_text_can_reach_is_refused(tmp_path, tokens, options):
+    vocabulary = seq2seq.Vocabulary(tokens)
+    model = seq2seq.Seq2Seq(vocabulary.size, 7, kerasrnn.GRUCell(3), embedding_dim=2)
+    with pytest.raises(ValueError, match="`source_vocabulary`.*" + re.escape(repr(tokens))):
+        seq2seq.export_serving(
+            model, tmp_path / "saved_model", vocabulary, seq2seq.Vocabulary(PHONES[:3]),
+            **options,
+        )
+    assert not (tmp_path / "saved_model").exists()
+
+
+@pytest.mark.parametrize(
+    "tokens, options, unreachable",
+    [
+        (["a", "B", "c", "Dé"], {}, ["B", "Dé"]),
+        (["a", "B", " "], {"lowercase": False}, []),  # an inner space is read
+        (["cat", "a", "c d"], {"split": "whitespace"}, ["c d"]),
+    ],
+)
+def test_tokens_no_text_can_reach_are_named_in_a_warning(tokens, options, unreachable):
+    vocabulary = seq2seq.Vocabulary(tokens)
+    model = seq2seq.Seq2Seq(vocabulary.size, 7, kerasrnn.GRUCell(3), embedding_dim=2)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        seq2seq.serving.StringSeq2Seq(
+            model, vocabulary, seq2seq.Vocabulary(PHONES[:3]), **options
+        )
+    messages = [str(w.message) for w in caught if issubclass(w.category, UserWarning)]
+    if not unreachable:
+        assert not messages
+        return
+    assert len(messages) == 1 and repr(unreachable) in messages[0]
 
 
 @pytest.mark.slow
