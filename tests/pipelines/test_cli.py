@@ -160,6 +160,9 @@ BEFORE_TENSORFLOW = {
     "g2p negative length penalty": (
         ["g2p", "--length-penalty", "-0.5"], "--length-penalty", "'-0.5'"
     ),
+    "g2p length penalty above 8": (
+        ["g2p", "--length-penalty", "8.5"], "--length-penalty", "'8.5'"
+    ),
     "g2p label smoothing 1": (
         ["g2p", "--label-smoothing", "1"], "--label-smoothing", "'1'"
     ),
@@ -387,6 +390,7 @@ def test_cell_names_and_contexts_are_those_of_kerasrnn():
         assert issubclass(getattr(kerasrnn, class_name), keras.layers.Layer)
     assert seq2seq_options.CONTEXTS == seq2seq.CONTEXTS
     assert seq2seq_options.ATTENTIONS == ("none", *seq2seq.ATTENTIONS)
+    assert seq2seq_options.MAX_LENGTH_PENALTY == seq2seq.decoding.MAX_LENGTH_PENALTY
 
 
 def test_the_two_dropouts_reach_their_layers():

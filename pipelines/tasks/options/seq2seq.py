@@ -10,8 +10,8 @@ from kerasrnn_pipelines.options import (
     ConfigError,
     RunConfig,
     fraction,
-    non_negative_float,
     non_negative_int,
+    number_type,
     one_of,
     option,
     positive_int,
@@ -27,6 +27,15 @@ ATTENTIONS = ("none", "bahdanau", "luong")
 
 #: Decays of the teacher-forcing probability ε (`--scheduled-sampling`).
 SCHEDULES = ("none", "linear", "exponential", "inverse_sigmoid")
+
+#: `kerasrnn.seq2seq.decoding.MAX_LENGTH_PENALTY`, written out for the same
+#: reason: the largest α the decoders take, refused here rather than after
+#: training.
+MAX_LENGTH_PENALTY = 8.0
+length_penalty_value = number_type(
+    f"a number in [0, {MAX_LENGTH_PENALTY:g}]", float,
+    lambda v: 0.0 <= v <= MAX_LENGTH_PENALTY,
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -99,7 +108,7 @@ class Seq2SeqConfig(RunConfig):
     )
     length_penalty: float = option(
         0.0,
-        non_negative_float,
+        length_penalty_value,
         "GNMT length penalty alpha of the beam search",
         training=False,
     )
