@@ -240,8 +240,11 @@ def draw_test_alignments(model, words, letters, phonemes, config, max_length, co
 
 # ------------------------------------------------------------------- LiteRT
 #: The LiteRT file's source buckets: a signature per word length bound
-#: (letters), so that a short word runs fewer unrolled steps.
-LITERT_SOURCE_BUCKETS = (4, 6, 8, 10, 12, 16)
+#: (letters), so that a short word runs fewer unrolled steps. Few: every
+#: signature is a graph of its own, and words of mixed lengths switching
+#: between six of them (4, 6, … 16 letters) ran slower per word at batch 1
+#: than between these two, measured on the default model.
+LITERT_SOURCE_BUCKETS = (8, 12)
 
 #: Phonemes a bucket decodes beyond its letters: 99.95% of CMUDict's
 #: training pronunciations have at most 4 more phonemes than letters (the
