@@ -94,6 +94,8 @@ from kerasrnn.litert import (
 from kerasrnn.seq2seq.decoding import (
     all_padding,
     check_decodable,
+    check_length_penalty,
+    check_max_length,
     length_penalty_factor,
     read_left_to_right,
 )
@@ -112,7 +114,6 @@ from kerasrnn.types import TensorLike
 from kerasrnn.validation import (
     check_bool,
     check_choice,
-    check_number,
     check_positive_int,
 )
 
@@ -159,10 +160,11 @@ def export_litert(
             with.
         max_source_length: Positive int S, the source tokens
             `serving_default` reads per row.
-        max_target_length: Positive int T, the most target tokens it
-            decodes.
+        max_target_length: Int T in [1, 65536] (`MAX_DECODE_LENGTH`, as
+            for the decoders), the most target tokens it decodes.
         beam_width: B, in [1, the target vocabulary size].
-        length_penalty: α ≥ 0 of the beam search.
+        length_penalty: α in [0, 8] of the beam search (as for
+            `beam_search_decode`).
         buckets: `(source_length, target_length)` pairs, each a further
             signature `source_{source_length}` for sources of at most
             `source_length` < S tokens, decoding at most `target_length` ≤ T
@@ -188,14 +190,14 @@ def export_litert(
     check_decodable(model)
     check_vocabularies(model, source_vocabulary, target_vocabulary)
     max_source_length = check_positive_int("max_source_length", max_source_length)
-    max_target_length = check_positive_int("max_target_length", max_target_length)
+    max_target_length = check_max_length(max_target_length, "max_target_length")
     beam_width = check_positive_int("beam_width", beam_width)
     if beam_width > model.target_vocabulary_size:
         raise ValueError(
             "Argument `beam_width` must be at most the target vocabulary "
             f"size, {model.target_vocabulary_size}. Received: beam_width={beam_width!r}"
         )
-    length_penalty = check_number("length_penalty", length_penalty, low=0)
+    length_penalty = check_length_penalty(length_penalty)
     lengths = check_buckets(buckets, max_source_length, max_target_length)
     lengths[SIGNATURE] = (max_source_length, max_target_length)
     check_choice("split", split, SPLITS)

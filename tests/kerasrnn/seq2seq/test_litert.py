@@ -8,9 +8,11 @@ import json
 import keras
 import numpy as np
 import pytest
+import tensorflow as tf
 
 import kerasrnn
 from kerasrnn import seq2seq
+from kerasrnn.seq2seq.litert import decode_best
 from tests.isolated import PROJECT, last_json, run_without
 
 LETTERS = list("abcdef")
@@ -325,6 +327,8 @@ BAD_ARGUMENTS = [
     ({"beam_width": 0}, ValueError, "beam_width"),
     ({"beam_width": len(PHONES) + 5}, ValueError, "beam_width"),
     ({"length_penalty": -1.0}, ValueError, "length_penalty"),
+    ({"length_penalty": 9.0}, ValueError, "length_penalty"),
+    ({"max_target_length": 2**16 + 1}, ValueError, "max_target_length"),
     ({"quantize": "int4"}, ValueError, "quantize"),
     ({"buckets": [(7, 6)]}, ValueError, "buckets"),
     ({"buckets": [(4, 9)]}, ValueError, "buckets"),
@@ -366,3 +370,28 @@ def test_bad_models_paths_and_vocabularies_are_refused(small, tmp_path):
     with pytest.raises(ValueError, match="`path`.*vocabulary.json"):
         seq2seq.export_litert(model, tmp_path / "m.tflite", source, target, **lengths)
     assert [p.name for p in tmp_path.iterdir()] == ["vocabulary.json"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("attention", ["luong", None])
+def test_unrolled_beam_search_at_every_width_up_to_the_vocabulary(attention):
+    """The file's beam search, traced in TensorFlow (no conversion), against
+    `beam_search_decode` where fewer candidates than beams can exist (width
+    above the 5 emittable tokens), with and without a length penalty, on an
+    untrained model whose hypotheses are close."""
+    keras.utils.set_random_seed(0)
+    model = seq2seq.Seq2Seq(10, 7, kerasrnn.LSTMCell(8), embedding_dim=4, attention=attention)
+    sources = np.random.default_rng(0).integers(4, 10, (6, 5)).astype(np.int32)
+    sources[0], sources[1, 2:] = 0, 0
+    for width in (1, 4, 6, 7):
+        for alpha in (0.0, 1.0):
+            result = seq2seq.beam_search_decode(
+                model, sources, width, 6, alpha, return_alignments=attention is not None
+            )
+            served = tf.function(
+                lambda ids, width=width, alpha=alpha: decode_best(
+                    model, ids, width, 6, alpha, attention is not None
+                )
+            )(tf.constant(sources))
+            np.testing.assert_array_equal(served["target_ids"], result.sequences[:, 0])
+            np.testing.assert_allclose(served["scores"], result.scores[:, 0], atol=1e-5)
