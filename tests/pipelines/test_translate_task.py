@@ -38,7 +38,7 @@ def test_bad_options_are_refused_at_the_command_line(capsys):
     )
     with pytest.raises(SystemExit):
         parse_config(["translate", "--length-penalty", "-1"])
-    assert "must be a number >= 0; received '-1'" in capsys.readouterr().err
+    assert "must be a number in [0, 8]; received '-1'" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         parse_config(["translate", "--vocabulary-size", "0"])
     assert "must be a positive integer; received '0'" in capsys.readouterr().err
