@@ -151,6 +151,11 @@ def write_atomically(path: str | os.PathLike[str], content: bytes) -> None:
         prefix=f".{target.name}.", suffix=".partial", dir=target.parent
     )
     try:
+        # mkstemp creates the file readable by its owner only; give it the
+        # mode any file written with open() would have (0o666 less the umask).
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(temporary, 0o666 & ~umask)
         with os.fdopen(handle, "wb") as file:
             file.write(content)
             file.flush()

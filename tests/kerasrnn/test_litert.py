@@ -501,6 +501,16 @@ def test_write_atomically_replaces_whole_or_not_at_all(tmp_path):
     assert [p.name for p in tmp_path.iterdir()] == ["model.tflite"]
 
 
+def test_write_atomically_gives_the_mode_open_gives(tmp_path):
+    # A run's model.tflite is read by other users and services, as the
+    # SavedModel beside it is: readable by its owner only would break them.
+    reference = tmp_path / "written_with_open"
+    reference.write_bytes(b"")
+    target = tmp_path / "model.tflite"
+    write_atomically(target, b"content")
+    assert target.stat().st_mode == reference.stat().st_mode
+
+
 @pytest.mark.slow
 def test_convert_concrete_functions_keeps_every_signature_and_name():
     import tensorflow as tf
