@@ -109,7 +109,14 @@ from kerasrnn.seq2seq.target_order import (
     reversed_decoder_input,
     teacher_forcing_of,
 )
-from kerasrnn.seq2seq.vocabulary import END_ID, PAD_ID, START_ID, UNKNOWN_ID, Vocabulary
+from kerasrnn.seq2seq.vocabulary import (
+    END_ID,
+    PAD_ID,
+    START_ID,
+    UNKNOWN_ID,
+    Vocabulary,
+    check_vocabularies,
+)
 from kerasrnn.types import TensorLike
 from kerasrnn.validation import (
     check_bool,
@@ -188,7 +195,12 @@ def export_litert(
         TypeError: `path` is not a path.
     """
     check_decodable(model)
-    check_vocabularies(model, source_vocabulary, target_vocabulary)
+    check_vocabularies(
+        source_vocabulary,
+        target_vocabulary,
+        model.source_vocabulary_size,
+        model.target_vocabulary_size,
+    )
     max_source_length = check_positive_int("max_source_length", max_source_length)
     max_target_length = check_max_length(max_target_length, "max_target_length")
     beam_width = check_positive_int("beam_width", beam_width)
@@ -294,27 +306,6 @@ def check_buckets(
             f"Received: buckets={buckets!r}"
         )
     return {bucket_signature(source): (source, target) for source, target in sorted(pairs)}
-
-
-def check_vocabularies(
-    model: DecodableModel, source_vocabulary: object, target_vocabulary: object
-) -> None:
-    """Refuse a vocabulary that is no `Vocabulary`, or whose size differs
-    from that of the embedding it feeds (tokens would map to wrong rows)."""
-    for name, vocabulary, size in (
-        ("source_vocabulary", source_vocabulary, model.source_vocabulary_size),
-        ("target_vocabulary", target_vocabulary, model.target_vocabulary_size),
-    ):
-        if not isinstance(vocabulary, Vocabulary):
-            raise ValueError(
-                f"Argument `{name}` must be a kerasrnn.seq2seq.Vocabulary. "
-                f"Received: {name}={vocabulary!r}"
-            )
-        if vocabulary.size != size:
-            raise ValueError(
-                f"Argument `{name}` must have the {size} ids the model was "
-                f"built with. Received: {name} with {vocabulary.size} ids"
-            )
 
 
 def beam_search_graph(

@@ -87,7 +87,7 @@ from kerasrnn.seq2seq.decoding import (
     check_max_length,
 )
 from kerasrnn.seq2seq.protocol import DecodableModel
-from kerasrnn.seq2seq.vocabulary import PAD_ID, UNKNOWN_ID, Vocabulary
+from kerasrnn.seq2seq.vocabulary import PAD_ID, UNKNOWN_ID, Vocabulary, check_vocabularies
 from kerasrnn.types import TensorLike
 from kerasrnn.validation import (
     check_bool,
@@ -147,22 +147,12 @@ class StringSeq2Seq(tf.Module):
     ) -> None:
         super().__init__(name="string_seq2seq")
         check_decodable(model)
-        for name, vocabulary, size in (
-            ("source_vocabulary", source_vocabulary, model.source_vocabulary_size),
-            ("target_vocabulary", target_vocabulary, model.target_vocabulary_size),
-        ):
-            if not isinstance(vocabulary, Vocabulary):
-                raise ValueError(
-                    f"Argument `{name}` must be a kerasrnn.seq2seq.Vocabulary. "
-                    f"Received: {name}={vocabulary!r}"
-                )
-            # A vocabulary of another size than the embedding it feeds maps
-            # strings to the wrong rows, or to rows that do not exist.
-            if vocabulary.size != size:
-                raise ValueError(
-                    f"Argument `{name}` must have the {size} ids the model "
-                    f"was built with. Received: {name} with {vocabulary.size} ids"
-                )
+        check_vocabularies(
+            source_vocabulary,
+            target_vocabulary,
+            model.source_vocabulary_size,
+            model.target_vocabulary_size,
+        )
         check_choice("split", split, SPLITS)
         if not isinstance(separator, str):
             raise ValueError(

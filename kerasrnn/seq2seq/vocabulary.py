@@ -117,3 +117,39 @@ class Vocabulary:
     def from_config(cls, config: dict[str, Any]) -> Vocabulary:
         """The vocabulary `get_config` describes."""
         return cls(**config)
+
+
+def check_vocabularies(
+    source_vocabulary: object,
+    target_vocabulary: object,
+    source_vocabulary_size: int,
+    target_vocabulary_size: int,
+) -> None:
+    """Refuse a vocabulary that is no `Vocabulary`, or whose size differs
+    from that of the embedding it feeds.
+
+    A vocabulary of another size than the model's embedding maps strings to
+    the wrong rows, or to rows that do not exist; both exports check it.
+
+    Args:
+        source_vocabulary: Should be a `Vocabulary` of
+            `source_vocabulary_size` ids.
+        target_vocabulary: Should be a `Vocabulary` of
+            `target_vocabulary_size` ids.
+        source_vocabulary_size: The model's number of source ids.
+        target_vocabulary_size: The model's number of target ids.
+    """
+    for name, vocabulary, size in (
+        ("source_vocabulary", source_vocabulary, source_vocabulary_size),
+        ("target_vocabulary", target_vocabulary, target_vocabulary_size),
+    ):
+        if not isinstance(vocabulary, Vocabulary):
+            raise ValueError(
+                f"Argument `{name}` must be a kerasrnn.seq2seq.Vocabulary. "
+                f"Received: {name}={vocabulary!r}"
+            )
+        if vocabulary.size != size:
+            raise ValueError(
+                f"Argument `{name}` must have the {size} ids the model was "
+                f"built with. Received: {name} with {vocabulary.size} ids"
+            )
