@@ -148,7 +148,7 @@ class NoAttention(DecoderAttention):
     feeds_the_cell = False
 
     def build(self, first_state_size: int, context_size: int) -> None:
-        pass  # no weights
+        """Nothing to build: without attention the decoder has no weights here."""
 
     def step(
         self,
