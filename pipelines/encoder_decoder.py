@@ -15,6 +15,7 @@ import numpy as np
 
 from kerasrnn import seq2seq
 from kerasrnn_pipelines.console import held_back_native_output
+from kerasrnn_pipelines.litert import export_among_outputs
 from kerasrnn_pipelines.recurrent import make_cell
 
 
@@ -131,9 +132,6 @@ def beam_search(model, sources, target_vocabulary, config, max_length):
     return [target_vocabulary.decode(row) for row in result.sequences[:, 0].numpy()]
 
 
-#: The run's LiteRT file; `vocabulary.json` is written beside it.
-LITERT_FILE = "model.tflite"
-
 #: Sources per LiteRT call when the run evaluates the file.
 LITERT_BATCH = 256
 
@@ -150,12 +148,9 @@ def export_litert(model, context, source_vocabulary, target_vocabulary, config, 
     Returns:
         The path written, or None on a worker that writes no outputs.
     """
-    if not context.is_chief:
-        return None
-    path = context.write_dir / LITERT_FILE
-    # The export runs the file once in the interpreter, which announces itself.
-    with held_back_native_output():
-        seq2seq.export_litert(
+    return export_among_outputs(
+        context,
+        lambda path: seq2seq.export_litert(
             model,
             path,
             source_vocabulary,
@@ -163,8 +158,8 @@ def export_litert(model, context, source_vocabulary, target_vocabulary, config, 
             beam_width=config.beam_width,
             length_penalty=config.length_penalty,
             **options,
-        )
-    return path
+        ),
+    )
 
 
 def litert_beam_search(path, sources):

@@ -21,6 +21,25 @@ LITERT_FILE = "model.tflite"
 LITERT_BATCH = 256
 
 
+def export_among_outputs(context, export):
+    """Call `export(path)` for the run's `model.tflite` among its outputs.
+
+    Args:
+        context: The task's `RunContext`; only the chief writes.
+        export: A function that writes the LiteRT file at the path given.
+
+    Returns:
+        The path written, or None on a worker that writes no outputs.
+    """
+    if not context.is_chief:
+        return None
+    path = context.write_dir / LITERT_FILE
+    # The export runs the file once in the interpreter, which announces itself.
+    with held_back_native_output():
+        export(path)
+    return path
+
+
 def write_litert(context, model, sequence_length=None):
     """Export `model` as `model.tflite` among the run's outputs.
 
@@ -33,13 +52,10 @@ def write_litert(context, model, sequence_length=None):
     Returns:
         The path written, or None on a worker that writes no outputs.
     """
-    if not context.is_chief:
-        return None
-    path = context.write_dir / LITERT_FILE
-    # The export runs the file once in the interpreter, which announces itself.
-    with held_back_native_output():
-        kerasrnn.export_litert(model, path, sequence_length=sequence_length)
-    return path
+    return export_among_outputs(
+        context,
+        lambda path: kerasrnn.export_litert(model, path, sequence_length=sequence_length),
+    )
 
 
 def litert_predictor(path):
