@@ -54,6 +54,7 @@ from tensorflow.python.framework.convert_to_constants import (
     convert_variables_to_constants_v2,
 )
 
+from kerasrnn.keras_internals import DropoutRNNCell
 from kerasrnn.types import TensorLike
 from kerasrnn.validation import check_choice, check_positive_int
 
@@ -615,16 +616,35 @@ def _looped(
 
 @contextlib.contextmanager
 def _traceable_for_litert(recurrent: list[keras.layers.RNN], steps: int | None) -> Iterator[None]:
-    """Step the recurrent layers through `_litert_inner_loop`, then restore.
+    """Step the recurrent layers through `_litert_inner_loop` with their
+    dropout off, then restore both.
 
-    The layers are the caller's: the stand-in is removed when the trace
-    ends, however it ends.
+    `keras.layers.RNN` draws its cell's dropout masks before its loop even
+    when `training` is False (they go unused), and drawing advances the
+    cell's seed generator: an assignment to a variable, which the freezing
+    of variables into constants cannot hold (TensorFlow's graph import
+    refuses it). Dropout changes nothing at inference, so the trace sees
+    rates of 0 and draws nothing.
+
+    The layers are the caller's: the stand-in is removed and the rates are
+    put back when the trace ends, however it ends.
     """
+    cells = [
+        cell
+        for layer in recurrent
+        for cell in layer._flatten_layers(include_self=False)
+        if isinstance(cell, DropoutRNNCell)
+    ]
+    rates = [(cell, cell.dropout, cell.recurrent_dropout) for cell in cells]
     try:
         for layer in recurrent:
             layer.inner_loop = _litert_inner_loop(layer, steps)
+        for cell in cells:
+            cell.dropout = cell.recurrent_dropout = 0.0
         yield
     finally:
+        for cell, dropout, recurrent_dropout in rates:
+            cell.dropout, cell.recurrent_dropout = dropout, recurrent_dropout
         for layer in recurrent:
             if "inner_loop" in vars(layer):
                 del layer.inner_loop
