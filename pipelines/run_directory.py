@@ -296,7 +296,9 @@ def open_lock_file(path):
     """`(file, created)`: the `.lock` file of `path`, opened for writing
     without truncating it, and whether this call created it."""
     try:
-        descriptor = os.open(path / LOCK, os.O_RDWR | os.O_CREAT | os.O_EXCL)
+        # os.open's default mode is 0o777: a plain data file must not be
+        # executable, so ask for what open() would give (0o666 less umask).
+        descriptor = os.open(path / LOCK, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o666)
         created = True
     except FileExistsError:
         descriptor = os.open(path / LOCK, os.O_RDWR)

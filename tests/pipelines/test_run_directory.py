@@ -93,6 +93,11 @@ def test_a_new_directory_is_created_locked_and_recorded(tmp_path):
     out = tmp_path / "runs" / "first"
     directory = claim(out)
     assert (out / ".lock").read_text() == f"{os.getpid()}\n"
+    # A data file like any other: readable and writable as the umask allows,
+    # never executable.
+    umask = os.umask(0)
+    os.umask(umask)
+    assert os.stat(out / ".lock").st_mode & 0o777 == 0o666 & ~umask
     assert json.loads((out / "run.json").read_text()) == {
         "task": "forecast",
         "fingerprint": FINGERPRINT,
