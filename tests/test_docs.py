@@ -18,6 +18,7 @@ the block, with the traceback's lines in the page.
 """
 
 import dataclasses
+import fcntl
 import importlib
 import json
 import pathlib
@@ -26,7 +27,9 @@ import runpy
 import subprocess
 import sys
 import traceback
+import urllib.parse
 
+import bs4
 import keras
 import pytest
 import yaml
@@ -261,12 +264,11 @@ def test_every_page_and_notebook_is_in_the_navigation():
     assert sorted(nav) == sorted(pages_on_disk)
 
 
-@pytest.mark.slow
-def test_site_builds_strictly(tmp_path):
-    """`mkdocs build --strict`: a broken link, a missing page, an API entry
-    that does not resolve or a docstring the reference cannot parse fails."""
+def build_site(directory):
+    """`mkdocs build --strict` into `directory`: the return code and the
+    warnings and errors it printed."""
     completed = subprocess.run(
-        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path / "site")],
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(directory)],
         capture_output=True,
         text=True,
         cwd=REPOSITORY,
@@ -275,9 +277,134 @@ def test_site_builds_strictly(tmp_path):
     problems = [
         line for line in completed.stderr.splitlines() if line.startswith(("WARNING", "ERROR"))
     ]
-    assert completed.returncode == 0, "\n".join(problems) or completed.stderr[-3000:]
-    assert (tmp_path / "site" / "api" / "kerasrnn" / "index.html").exists()
-    assert (tmp_path / "site" / "notebooks" / "08_attention" / "index.html").exists()
+    return completed.returncode, "\n".join(problems) or completed.stderr[-3000:]
+
+
+@pytest.fixture(scope="session")
+def site(tmp_path_factory, worker_id):
+    """The site, built once per test session: the first worker that asks
+    builds it into a folder all of the session's workers share, under a lock;
+    the others read it."""
+    shared = tmp_path_factory.getbasetemp()
+    if worker_id != "master":
+        shared = shared.parent  # the session's folder, above each worker's
+    directory = shared / "site"
+    with open(shared / "site.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        outcome = shared / "site-build.json"
+        if not outcome.exists():
+            returncode, problems = build_site(directory)
+            outcome.write_text(json.dumps({"returncode": returncode, "problems": problems}))
+        build = json.loads(outcome.read_text())
+    if build["returncode"] != 0:
+        pytest.fail(f"mkdocs build --strict failed:\n{build['problems']}", pytrace=False)
+    return directory
+
+
+def site_pages(site):
+    """Every HTML page of the built site, by its path in the site."""
+    return {
+        str(path.relative_to(site)): path
+        for path in sorted(site.rglob("*.html"))
+        if path.relative_to(site).parts[0] not in ("assets", "vendor")
+    }
+
+
+def parse(path):
+    return bs4.BeautifulSoup(path.read_text(encoding="utf-8"), "html.parser")
+
+
+@pytest.mark.slow
+def test_site_builds_strictly(site):
+    """`mkdocs build --strict`: a broken link, a missing page, an API entry
+    that does not resolve or a docstring the reference cannot parse fails."""
+    assert (site / "api" / "kerasrnn" / "index.html").exists()
+    assert (site / "notebooks" / "08_attention" / "index.html").exists()
+
+
+def remote(url):
+    """Whether `url` names another host (`https://…`, `//host/…`)."""
+    parts = urllib.parse.urlsplit(url)
+    return bool(parts.scheme or parts.netloc)
+
+
+@pytest.mark.slow
+def test_no_page_loads_anything_from_another_host(site):
+    """The site works offline: no script, stylesheet or font comes from
+    another host, and no inline script imports one."""
+    failures = []
+    for name, path in site_pages(site).items():
+        page = parse(path)
+        for script in page.find_all("script"):
+            source = script.get("src")
+            if source is not None and (not source or remote(source)):
+                failures.append(f"{name}: <script src={source!r}>")
+            if re.search(r"\bimport\(\s*[\"']https?:|https?://[^\s\"']+\.m?js\b", script.text):
+                failures.append(f"{name}: an inline script loads {script.text.strip()[:80]!r}…")
+        for link in page.find_all("link", rel=["stylesheet", "preconnect", "preload"]):
+            if remote(link.get("href", "")):
+                failures.append(f"{name}: <link href={link['href']!r}>")
+    assert not failures, "\n".join(failures)
+
+
+# Where the site's math is: the elements docs/javascripts/katex.js typesets.
+MATH_ELEMENTS = (".arithmatex", ".jp-RenderedMarkdown")
+KATEX_SCRIPTS = (
+    "vendor/katex/katex.min.js",
+    "vendor/katex/contrib/auto-render.min.js",
+    "javascripts/katex.js",
+)
+# TeX written outside those elements: shown raw, whatever the page loads.
+RAW_TEX = re.compile(r"\\\(|\\\[|\$\$|\\(?:frac|mathbf|partial|sum|tanh|odot)\b")
+
+
+def loaded_files(site, path, page, tag, attribute):
+    """The site files a page's `<tag attribute=…>` elements load, as paths
+    in the site (the missing ones as given)."""
+    files = set()
+    for element in page.find_all(tag):
+        reference = element.get(attribute)
+        if not reference or remote(reference):
+            continue
+        target = (path.parent / urllib.parse.urlsplit(reference).path).resolve()
+        files.add(str(target.relative_to(site.resolve())) if target.is_file() else reference)
+    return files
+
+
+def test_the_katex_script_typesets_the_math_elements():
+    script = (DOCS / "javascripts" / "katex.js").read_text(encoding="utf-8")
+    for selector in MATH_ELEMENTS:
+        assert f'querySelectorAll("{selector}")' in script
+
+
+@pytest.mark.slow
+def test_math_is_typeset_by_the_site_s_own_katex(site):
+    """A page with math loads KaTeX, its auto-render and the site's script
+    from the site itself, and its stylesheet; and no TeX sits outside the
+    elements that script typesets."""
+    failures = []
+    pages_with_math = 0
+    for name, path in site_pages(site).items():
+        page = parse(path)
+        content = page.find("article") or page
+        has_math = bool(content.select(", ".join(MATH_ELEMENTS)))
+        for element in content.select(", ".join(MATH_ELEMENTS) + ", pre, code, script, style"):
+            element.decompose()
+        raw = RAW_TEX.search(content.get_text())
+        if raw:
+            failures.append(f"{name}: TeX outside the math elements: …{raw.group(0)}…")
+        if not has_math:
+            continue
+        pages_with_math += 1
+        scripts = loaded_files(site, path, page, "script", "src")
+        missing = [script for script in KATEX_SCRIPTS if script not in scripts]
+        stylesheets = loaded_files(site, path, page, "link", "href")
+        if "vendor/katex/katex.min.css" not in stylesheets:
+            missing.append("vendor/katex/katex.min.css")
+        if missing:
+            failures.append(f"{name}: has math but does not load {missing}")
+    assert not failures, "\n".join(failures)
+    assert pages_with_math >= 10  # the guide's equations and the notebooks'
 
 
 # ------------------------------------------------- the results page's plot
