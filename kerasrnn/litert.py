@@ -413,6 +413,26 @@ def _input_specs(inputs: list[TensorLike], sequence_length: int | None) -> list[
     return specs
 
 
+def _check_unrollable(recurrent: list[keras.layers.RNN], specs: list[Any]) -> None:
+    """Refuse `unroll=True` layers where the export leaves time undefined.
+
+    Keras unrolls such a layer at trace time, which needs the number of
+    steps; without it the trace fails deep inside Keras with a message that
+    never names the export's `sequence_length`, which is the fix.
+    """
+    free_time = [spec.name for spec in specs if spec.shape.rank >= 2 and spec.shape[1] is None]
+    unrolled = [layer.name for layer in recurrent if layer.unroll]
+    if free_time and unrolled:
+        raise ValueError(
+            f"Argument `sequence_length` must be given for a model with "
+            f"unroll=True layers ({', '.join(repr(name) for name in unrolled)}): "
+            "Keras unrolls them over a fixed number of steps, and the inputs "
+            f"{free_time} have no fixed length. Received: sequence_length=None. "
+            "Pass sequence_length=T (the export unrolls every layer then), or "
+            "build the layers with unroll=False."
+        )
+
+
 def _named_outputs(model: keras.Model, outputs: Any) -> dict[str, TensorLike]:
     """The model's outputs as a dict, named as the model names them."""
     if isinstance(outputs, dict):
@@ -732,6 +752,7 @@ def export_litert(
     quantize = check_quantize(quantize)
     target = check_litert_path(path)
     specs = _input_specs(inputs, sequence_length)
+    _check_unrollable(recurrent, specs)
 
     def serve(*arguments: TensorLike) -> dict[str, TensorLike]:
         structure = arguments[0] if len(arguments) == 1 else list(arguments)

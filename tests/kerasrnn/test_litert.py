@@ -124,6 +124,49 @@ def quantizable_model(rng):
     return model
 
 
+#: Layer name -> the (dropout, recurrent_dropout) of its cells in
+#: `dropout_model`.
+DROPOUT_RATES = {
+    "bidirectional_lstm": {(0.4, 0.3)},
+    "keras_lstm": {(0.2, 0.25)},
+    "stacked_gru_elman": {(0.5, 0.0), (0.0, 0.5)},
+}
+
+
+def dropout_model(rng):
+    """Every place a recurrent cell carries dropout: a kerasrnn cell with
+    input and recurrent dropout in `Bidirectional`, Keras's `LSTM`, and a
+    stack of cells, two layers deep. Inactive at inference: the file must
+    answer as `predict` does."""
+    features = keras.Input((None, FEATURES), name="features")
+    lstm = kerasrnn.LSTMCell(UNITS, dropout=0.4, recurrent_dropout=0.3, seed=1)
+    hidden = keras.layers.Bidirectional(
+        keras.layers.RNN(lstm, return_sequences=True), name="bidirectional_lstm"
+    )(features)
+    hidden = keras.layers.LSTM(
+        UNITS, dropout=0.2, recurrent_dropout=0.25, return_sequences=True, name="keras_lstm"
+    )(hidden)
+    stack = keras.layers.StackedRNNCells(
+        [kerasrnn.GRUCell(3, dropout=0.5), kerasrnn.ElmanCell(3, recurrent_dropout=0.5)]
+    )
+    hidden = keras.layers.RNN(stack, name="stacked_gru_elman")(hidden)
+    outputs = {"prediction": keras.layers.Dense(2, name="prediction")(hidden)}
+    model = keras.Model(features, outputs, name="dropout")
+    randomize_biases(model, rng)
+    return model
+
+
+def dropout_rates(model):
+    """`DROPOUT_RATES`' layout, read from the model's cells."""
+    rates = {}
+    for name in DROPOUT_RATES:
+        layer = model.get_layer(name)
+        layer = getattr(layer, "forward_layer", layer)
+        cells = getattr(layer.cell, "cells", [layer.cell])
+        rates[name] = {(cell.dropout, cell.recurrent_dropout) for cell in cells}
+    return rates
+
+
 def token_ids(rng, batch, length):
     """Ids in [1, VOCABULARY) with padding (0) at the end of some rows and
     one row padded at the start, as a left-padding client would send."""
@@ -264,10 +307,15 @@ def exported(tmp_path_factory):
     directory = tmp_path_factory.mktemp("litert")
     rng = np.random.default_rng(20)
     keras.utils.set_random_seed(20)
-    models = {"masked": masked_model(rng), "plain": plain_model(rng)}
+    models = {"masked": masked_model(rng), "plain": plain_model(rng), "dropout": dropout_model(rng)}
+
+    def features(batch, length):
+        return rng.normal(size=(batch, length, FEATURES)).astype("float32")
+
     makers = {
         "masked": lambda batch, length: token_ids(rng, batch, length),
-        "plain": lambda batch, length: rng.normal(size=(batch, length, FEATURES)).astype("float32"),
+        "plain": features,
+        "dropout": features,
     }
     cases, exports = [], {}
     for name, model in models.items():
@@ -316,6 +364,15 @@ def exported(tmp_path_factory):
 
 
 CASES = ["masked_unrolled", "masked_looped", "plain_unrolled", "plain_looped"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", ["dropout_unrolled", "dropout_looped"])
+def test_dropout_is_inactive_in_the_file_as_in_predict(exported, case):
+    errors = exported[1][case]["errors"]
+    assert errors and max(errors.values()) <= 1e-5
+    # The export turned the rates off while it traced, and gave them back.
+    assert dropout_rates(exported[0][case][0]) == DROPOUT_RATES
 
 
 @pytest.mark.slow
@@ -400,6 +457,18 @@ def test_sequence_length_must_be_a_positive_integer(small_model, tmp_path, value
         export_litert(small_model, target, sequence_length=value)
     assert repr(value) in str(error.value)
     assert "positive integer" in str(error.value)
+    assert not target.exists()
+
+
+def test_unrolled_layers_need_a_sequence_length(tmp_path):
+    features = keras.Input((None, FEATURES), name="features")
+    hidden = keras.layers.RNN(kerasrnn.GRUCell(3), unroll=True, name="unrolled_gru")(features)
+    model = keras.Model(features, hidden)
+    target = tmp_path / "model.tflite"
+    with pytest.raises(
+        ValueError, match=r"`sequence_length`.*unroll=True.*'unrolled_gru'.*sequence_length=None"
+    ):
+        export_litert(model, target)
     assert not target.exists()
 
 
