@@ -10,15 +10,64 @@ token ids, the signature of the shortest bucket that holds the word, the
 best hypothesis back to tokens. A word longer than the file's
 `max_source_length` is refused (exit status 1), since the file would read
 only its beginning.
+
+Before any word runs, the two files are checked against the contract and
+against each other: a run directory, file or signature that is missing, a
+`vocabulary.json` that is not the contract's, a `model.tflite` that is not
+a seq2seq export or not the one its `vocabulary.json` was written with.
+Each mistake is one line on stderr naming the path and what is wrong, exit
+status 1; wrong arguments are one line, exit status 2.
 """
 
 import argparse
+import contextlib
 import json
+import os
 import pathlib
 import sys
 
 import numpy as np
 from ai_edge_litert.interpreter import Interpreter
+
+PROGRAM = "g2p_litert.py"
+
+#: The files of a run directory that the client reads.
+MODEL_FILE, VOCABULARY_FILE = "model.tflite", "vocabulary.json"
+
+#: The input and the output of every signature that the client feeds and reads.
+SOURCE_IDS, TARGET_IDS = "source_ids", "target_ids"
+
+#: What the client reads from `vocabulary.json`.
+REQUIRED_KEYS = (
+    "inputs",
+    "outputs",
+    "source_tokens",
+    "target_tokens",
+    "pad_id",
+    "end_id",
+    "unknown_id",
+    "max_source_length",
+    "buckets",
+    "source_text",
+    "target_text",
+)
+
+#: `source_text["split"]`: how text becomes source tokens.
+SPLITS = ("characters", "whitespace")
+
+
+class UnusableRun(Exception):
+    """A run directory, or a file in it, that the client cannot use; the
+    message is the one line it prints."""
+
+
+def not_one_export(run, detail):
+    """The refusal of a `model.tflite` and a `vocabulary.json` in `run` that
+    `detail` shows to come from different exports."""
+    return UnusableRun(
+        f"{run / MODEL_FILE} does not match {run / VOCABULARY_FILE}: {detail}; both "
+        "must come from one seq2seq LiteRT export"
+    )
 
 
 def source_ids(text, vocabulary):
@@ -36,11 +85,22 @@ def source_ids(text, vocabulary):
 
 
 def target_text(target_ids, vocabulary):
-    """The tokens before the first `end_id`, padding left out, joined."""
+    """The tokens before the first `end_id`, padding left out, joined.
+
+    Raises:
+        UnusableRun: An id has no token in `vocabulary["target_tokens"]`,
+            which happens when the vocabulary is another export's.
+    """
     tokens = []
+    count = len(vocabulary["target_tokens"])
     for index in target_ids.tolist():
         if index == vocabulary["end_id"]:
             break
+        if not 0 <= index < count:
+            raise UnusableRun(
+                f"an answer holds target id {index}, outside its {count} target_tokens "
+                f"(ids 0 to {count - 1})"
+            )
         if index != vocabulary["pad_id"]:
             tokens.append(vocabulary["target_tokens"][index])
     return vocabulary["target_text"]["separator"].join(tokens)
@@ -64,22 +124,284 @@ def pronounce(interpreter, vocabulary, words):
         for row, index in enumerate(fits):
             ids[row, : len(sources[index])] = sources[index]
         runner = interpreter.get_signature_runner(bucket["signature"])
-        for index, row in zip(fits, runner(source_ids=ids)["target_ids"]):
+        for index, row in zip(fits, runner(**{SOURCE_IDS: ids})[TARGET_IDS]):
             answers[index] = target_text(row, vocabulary)
     return answers
 
 
+def shown(value):
+    """`value` as JSON on one line, cut to at most 60 characters."""
+    text = json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= 60 else text[:56] + " ..."
+
+
+def is_count(value):
+    """Whether `value` is a positive int (JSON `true` is not)."""
+    return type(value) is int and value > 0
+
+
+def check_vocabulary(vocabulary, path):
+    """Raise `UnusableRun` naming `path` and the key unless `vocabulary`, the
+    parsed `vocabulary.json`, holds what the client reads, as the contract
+    of `kerasrnn.seq2seq.litert` writes it."""
+    if not isinstance(vocabulary, dict):
+        raise UnusableRun(
+            f"{path} must hold a JSON object, the vocabulary of a seq2seq LiteRT "
+            f"export; it holds {shown(vocabulary)}"
+        )
+    missing = [key for key in REQUIRED_KEYS if key not in vocabulary]
+    if missing:
+        raise UnusableRun(
+            f"{path} lacks {', '.join(missing)}: it is not the vocabulary.json of a "
+            "seq2seq LiteRT export (kerasrnn.seq2seq.export_litert)"
+        )
+
+    def require(name, value, holds, allowed):
+        if not holds(value):
+            raise UnusableRun(f"{path}: {name} must be {allowed}; it is {shown(value)}")
+
+    require(
+        "inputs", vocabulary["inputs"], lambda names: names == [SOURCE_IDS], f'["{SOURCE_IDS}"]'
+    )
+    require(
+        "outputs",
+        vocabulary["outputs"],
+        lambda names: (
+            isinstance(names, list)
+            and TARGET_IDS in names
+            and all(isinstance(name, str) for name in names)
+        ),
+        f'a list of output names with "{TARGET_IDS}"',
+    )
+    for key in ("source_tokens", "target_tokens"):
+        require(
+            key,
+            vocabulary[key],
+            lambda tokens: (
+                isinstance(tokens, list)
+                and tokens
+                and all(isinstance(token, str) for token in tokens)
+            ),
+            "a non-empty list of token strings",
+        )
+    for key, lists in (
+        ("pad_id", ("source_tokens", "target_tokens")),
+        ("end_id", ("target_tokens",)),
+        ("unknown_id", ("source_tokens",)),
+    ):
+        size = min(len(vocabulary[name]) for name in lists)
+        require(
+            key,
+            vocabulary[key],
+            lambda index, size=size: type(index) is int and 0 <= index < size,
+            f"an id in [0, {size}), an index of {' and '.join(lists)}",
+        )
+    require("max_source_length", vocabulary["max_source_length"], is_count, "a positive int")
+    buckets = vocabulary["buckets"]
+    require("buckets", buckets, lambda value: isinstance(value, list) and value, "a non-empty list")
+    for index, bucket in enumerate(buckets):
+        name = f"buckets[{index}]"
+        require(
+            name,
+            bucket,
+            lambda value: (
+                isinstance(value, dict)
+                and {"signature", "max_source_length", "max_target_length"} <= value.keys()
+            ),
+            "an object with signature, max_source_length and max_target_length",
+        )
+        require(f"{name}.signature", bucket["signature"], lambda s: isinstance(s, str), "a string")
+        for key in ("max_source_length", "max_target_length"):
+            require(f"{name}.{key}", bucket[key], is_count, "a positive int")
+    lengths = [bucket["max_source_length"] for bucket in buckets]
+    require(
+        "buckets' max_source_length",
+        lengths,
+        lambda values: (
+            values == sorted(set(values)) and values[-1] == vocabulary["max_source_length"]
+        ),
+        f"increasing, the last max_source_length={vocabulary['max_source_length']}",
+    )
+    rules = vocabulary["source_text"]
+    require("source_text", rules, lambda value: isinstance(value, dict), "an object")
+    for key in ("strip", "lowercase"):
+        require(
+            f"source_text.{key}", rules.get(key), lambda flag: isinstance(flag, bool), "a boolean"
+        )
+    require(
+        "source_text.split",
+        rules.get("split"),
+        lambda split: split in SPLITS,
+        " or ".join(json.dumps(split) for split in SPLITS),
+    )
+    require(
+        "source_text.unknown_tokens",
+        rules.get("unknown_tokens"),
+        lambda policy: policy == "drop",
+        '"drop", the one way this client reads',
+    )
+    rules = vocabulary["target_text"]
+    require("target_text", rules, lambda value: isinstance(value, dict), "an object")
+    require(
+        "target_text.separator", rules.get("separator"), lambda s: isinstance(s, str), "a string"
+    )
+
+
+def expected_tensors(bucket):
+    """`{tensor name: (dtype name, shape signature)}` of a bucket's signature,
+    as the contract has them; the batch is -1, free."""
+    source, target = bucket["max_source_length"], bucket["max_target_length"]
+    return {
+        SOURCE_IDS: ("int32", [-1, source]),
+        TARGET_IDS: ("int32", [-1, target]),
+        "scores": ("float32", [-1]),
+        "alignments": ("float32", [-1, target, source]),
+    }
+
+
+def check_model(interpreter, vocabulary, run):
+    """Raise `UnusableRun` naming the files of `run` unless the interpreter's
+    signatures are the buckets of `vocabulary`, each with its input and
+    outputs, dtypes and lengths."""
+    signatures = interpreter.get_signature_list()
+    if not any(
+        signature["inputs"] == [SOURCE_IDS] and TARGET_IDS in signature["outputs"]
+        for signature in signatures.values()
+    ):
+        found = "; ".join(
+            f"{key} takes {', '.join(signature['inputs'])}" for key, signature in signatures.items()
+        )
+        raise UnusableRun(
+            f"{run / MODEL_FILE} is not a seq2seq LiteRT export: no signature takes "
+            f"{SOURCE_IDS} and gives {TARGET_IDS} ({found or 'it has no signature'})"
+        )
+
+    listed = [bucket["signature"] for bucket in vocabulary["buckets"]]
+    if sorted(signatures) != sorted(listed):
+        raise not_one_export(
+            run,
+            f"its signatures are {', '.join(sorted(signatures))}, while the "
+            f"buckets list {', '.join(listed)}",
+        )
+    for bucket in vocabulary["buckets"]:
+        key = bucket["signature"]
+        runner = interpreter.get_signature_runner(key)
+        inputs, outputs = runner.get_input_details(), runner.get_output_details()
+        if sorted(inputs) != sorted(vocabulary["inputs"]):
+            raise not_one_export(
+                run,
+                f"signature {key} takes {', '.join(sorted(inputs))}, not "
+                f"{', '.join(vocabulary['inputs'])}",
+            )
+        if sorted(outputs) != sorted(vocabulary["outputs"]):
+            raise not_one_export(
+                run,
+                f"signature {key} gives {', '.join(sorted(outputs))}, not "
+                f"{', '.join(sorted(vocabulary['outputs']))}",
+            )
+        details = {**inputs, **outputs}
+        for name, (wanted_dtype, wanted_shape) in expected_tensors(bucket).items():
+            if name not in details:  # alignments, of attention models only
+                continue
+            detail = details[name]
+            dtype, shape = np.dtype(detail["dtype"]).name, detail["shape_signature"].tolist()
+            if (dtype, shape) != (wanted_dtype, wanted_shape):
+                raise not_one_export(
+                    run,
+                    f"signature {key}'s {name} is {dtype} {shape}, where the bucket's "
+                    f"max_source_length={bucket['max_source_length']} and "
+                    f"max_target_length={bucket['max_target_length']} make it "
+                    f"{wanted_dtype} {wanted_shape}",
+                )
+
+
+def open_run(run):
+    """`(interpreter, vocabulary)` of the run directory `run`, both checked.
+
+    Raises:
+        UnusableRun: A path is missing or unreadable, a file is not what
+            the contract says, or the two files are not from one export.
+    """
+    if not run.exists():
+        raise UnusableRun(f"{run} does not exist: give the directory of a g2p run")
+    if not run.is_dir():
+        raise UnusableRun(f"{run} is not a directory: give the directory of a g2p run")
+    vocabulary_path, model_path = run / VOCABULARY_FILE, run / MODEL_FILE
+    for path in (vocabulary_path, model_path):
+        if not path.exists():
+            raise UnusableRun(
+                f"{path} does not exist: a g2p run directory holds model.tflite and "
+                "vocabulary.json (kerasrnn-train g2p writes them beside saved_model/)"
+            )
+    try:
+        vocabulary = json.loads(vocabulary_path.read_text(encoding="utf-8"))
+    except OSError as error:
+        raise UnusableRun(f"{vocabulary_path} cannot be read: {error.strerror}") from None
+    except ValueError as error:  # not UTF-8, or not JSON
+        raise UnusableRun(f"{vocabulary_path} is not valid JSON: {error}") from None
+    check_vocabulary(vocabulary, vocabulary_path)
+    if not model_path.is_file():
+        raise UnusableRun(f"{model_path} is not a file")
+    try:
+        interpreter = Interpreter(str(model_path))
+    except (ValueError, RuntimeError) as error:
+        raise UnusableRun(f"{model_path} is not a LiteRT model: {first_line(error)}") from None
+    check_model(interpreter, vocabulary, run)
+    return interpreter, vocabulary
+
+
+def first_line(error):
+    """The first line of `error`'s message, so that what is printed is one line."""
+    return (str(error).strip().splitlines() or [type(error).__name__])[0]
+
+
+@contextlib.contextmanager
+def native_stderr_discarded():
+    """File descriptor 2 sent to the null device inside the block: the
+    interpreter announces its XNNPACK delegate there from C++ at its first
+    call, which `sys.stderr` cannot catch. Its failures reach Python as
+    exceptions, with their message."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    try:
+        with open(os.devnull, "w") as null:
+            os.dup2(null.fileno(), 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
+class Parser(argparse.ArgumentParser):
+    """An `argparse` parser whose refusals are one line, exit status 2."""
+
+    def error(self, message):
+        self.exit(2, f"{PROGRAM}: {message} (see {PROGRAM} --help)\n")
+
+
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = Parser(prog=PROGRAM, description=__doc__.splitlines()[0])
     parser.add_argument("run", type=pathlib.Path, help="a g2p run directory")
     parser.add_argument("words", nargs="+")
     arguments = parser.parse_args(argv)
-    vocabulary = json.loads((arguments.run / "vocabulary.json").read_text())
-    interpreter = Interpreter(str(arguments.run / "model.tflite"))
+    try:
+        interpreter, vocabulary = open_run(arguments.run)
+        try:
+            with native_stderr_discarded():
+                answers = pronounce(interpreter, vocabulary, arguments.words)
+        except UnusableRun as error:
+            raise not_one_export(arguments.run, error) from None
+        # The checks above leave the interpreter little to fail on; if it
+        # does, its message is the line printed.
+        except (RuntimeError, ValueError) as error:
+            raise UnusableRun(
+                f"{arguments.run / MODEL_FILE} failed to run: {first_line(error)}"
+            ) from None
+    except UnusableRun as error:
+        print(f"{PROGRAM}: {error}", file=sys.stderr)
+        return 1
     status = 0
-    for word, phonemes in zip(
-        arguments.words, pronounce(interpreter, vocabulary, arguments.words)
-    ):
+    for word, phonemes in zip(arguments.words, answers):
         if phonemes is None:
             print(
                 f"{word}: longer than {vocabulary['max_source_length']} letters",
