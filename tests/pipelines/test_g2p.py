@@ -177,7 +177,8 @@ def test_quick_run_writes_outputs_and_serves_without_kerasrnn(tmp_path):
         assert all(p.rstrip("012").isalpha() and p.isupper() for p in output.split())
     # The LiteRT file, through the example client, in a process that can
     # import neither TensorFlow nor kerasrnn: the SavedModel's answers; a
-    # word longer than the file reads is refused.
+    # word longer than the file reads is refused, in the one line on stderr
+    # (the interpreter's XNNPACK notice held back).
     assert metrics["litert_bytes"] == (out / "model.tflite").stat().st_size
     assert 0 <= metrics["litert_test_per"] <= 1.5 and 0 <= metrics["litert_test_wer"] <= 1
     client = f"""
@@ -189,7 +190,8 @@ def test_quick_run_writes_outputs_and_serves_without_kerasrnn(tmp_path):
         """
     completed = run_without(PROJECT + ("tensorflow",), client, check=False)
     assert completed.returncode == 1, completed.stderr[-2000:]
-    assert "longer than" in completed.stderr
+    longest = json.loads((out / "vocabulary.json").read_text())["max_source_length"]
+    assert completed.stderr.splitlines() == [f"{'x' * 300}: longer than {longest} letters"]
     assert completed.stdout.splitlines() == [
         f"{word}\t{output}" for word, output in zip(["Hello", "", "naïve-42"], outputs)
     ]
