@@ -4,11 +4,11 @@ The public API; everything else is internal.
 
 The cells, parameter accounting, BPTT, gradient diagnostics and conversion
 are imported here and run on any Keras backend without TensorFlow. The
-names in `_NEEDS_TENSORFLOW` are imported on first use instead (`seq2seq`
-at once on the TensorFlow backend, which has loaded TensorFlow anyway), so
-that `import kerasrnn` under `KERAS_BACKEND=jax` never loads TensorFlow;
-without it, using one of them raises an `ImportError` that says so in one
-line.
+names that need TensorFlow, `seq2seq` and `export_litert`, are imported on
+first use instead (`seq2seq` at once on the TensorFlow backend, which has
+loaded TensorFlow anyway), so that `import kerasrnn` under
+`KERAS_BACKEND=jax` never loads TensorFlow; without it, using one of them
+raises an `ImportError` that says so in one line.
 """
 
 import importlib

@@ -168,7 +168,9 @@ def option_spec(config_class, name):
 class RunConfig:
     """The options every task shares; each task's configuration derives from it.
 
-    Class attributes a task sets:
+    A task's configuration sets these class attributes.
+
+    Attributes:
         task: Its name on the command line.
         DESCRIPTION: One line for `--help`.
         DATA_SOURCES: The values `--data` accepts, each mapped to a

@@ -20,6 +20,7 @@ the block, with the traceback's lines in the page.
 import dataclasses
 import fcntl
 import importlib
+import inspect
 import json
 import pathlib
 import re
@@ -405,6 +406,180 @@ def test_math_is_typeset_by_the_site_s_own_katex(site):
             failures.append(f"{name}: has math but does not load {missing}")
     assert not failures, "\n".join(failures)
     assert pages_with_math >= 10  # the guide's equations and the notebooks'
+
+
+# ------------------------------------------- the API pages, as rendered
+
+
+def api_pages(site):
+    return {name: path for name, path in site_pages(site).items() if name.startswith("api/")}
+
+
+def documented_objects(page):
+    """(identifier, element) of each object an API page documents."""
+    for element in page.select("div.doc-object"):
+        heading = element.find(class_="doc-heading")
+        if heading is not None and heading.get("id"):
+            yield heading["id"], element
+
+
+def own(element, found):
+    """The elements of `found` that belong to `element`'s own docstring, not
+    to a member documented inside it."""
+    return [item for item in found if item.find_parent(class_="doc-object") is element]
+
+
+def section_tables(element):
+    """{title: table} of the docstring sections an object renders as tables."""
+    tables = {}
+    for title in own(element, element.select(".doc-section-title")):
+        if title.get_text(strip=True) == "Examples:":  # code blocks, not a table
+            continue
+        table = title.find_parent("p").find_next_sibling()
+        tables[title.get_text(strip=True)] = table if table and table.name == "table" else None
+    return tables
+
+
+def python_object(identifier):
+    """The object an API heading documents, imported."""
+    parts = identifier.split(".")
+    for split in range(len(parts), 0, -1):
+        try:
+            target = importlib.import_module(".".join(parts[:split]))
+        except ImportError:
+            continue
+        for attribute in parts[split:]:
+            target = getattr(target, attribute)
+        return target
+    raise ImportError(identifier)
+
+
+@pytest.mark.slow
+def test_docstring_examples_render_as_code_with_their_prompts(site):
+    """A doctest line (`>>>`) is shown in a highlighted code block, its prompt
+    kept; one that reaches the page as text (an example the parser did not
+    see) renders as nested quotes."""
+    failures = []
+    rendered = 0
+    for name, path in api_pages(site).items():
+        page = parse(path)
+        for identifier, element in documented_objects(page):
+            contents = element.find(class_="doc-contents")
+            if contents is None:
+                continue
+            for text in own(element, contents.find_all(string=re.compile(">>>"))):
+                if text.find_parent("pre") is None:
+                    failures.append(f"{name}: {identifier}: '>>>' outside a code block")
+            # Markdown reads the text `>>> x` as quotes three deep.
+            for quote in own(element, contents.find_all("blockquote")):
+                failures.append(f"{name}: {identifier}: quoted text {quote.get_text()[:60]!r}")
+            for block in own(element, contents.select("div.highlight pre")):
+                if ">>>" in block.get_text():
+                    rendered += 1
+                    if not block.select("span.gp"):
+                        failures.append(f"{name}: {identifier}: an example without prompts")
+    assert not failures, "\n".join(failures)
+    assert rendered >= 10, f"{rendered} docstring examples render as code"
+
+
+# Material's admonition kinds: a docstring's `Note:` or `Warning:`. Any other
+# admonition is a section the parser did not know (`Call arguments:`), its
+# entries run together in one paragraph.
+ADMONITION_KINDS = {
+    "note", "abstract", "info", "tip", "success", "question", "warning", "failure",
+    "danger", "bug", "example", "quote",
+}
+
+
+@pytest.mark.slow
+def test_docstring_sections_render_as_tables(site):
+    """Args, Call arguments, Returns, Raises, Attributes: a table each, no
+    section left as an admonition or a table without rows."""
+    failures = []
+    call_argument_tables = 0
+    for name, path in api_pages(site).items():
+        page = parse(path)
+        for identifier, element in documented_objects(page):
+            for admonition in own(element, element.select("details, div.admonition")):
+                kinds = set(admonition.get("class", [])) - {"admonition"}
+                if not kinds & ADMONITION_KINDS:
+                    failures.append(f"{name}: {identifier}: a section left as text: {kinds}")
+            for title, table in section_tables(element).items():
+                if title == "Call arguments:":
+                    call_argument_tables += 1
+                if table is None or not table.select("tbody tr"):
+                    failures.append(f"{name}: {identifier}: {title} has no table rows")
+    assert not failures, "\n".join(failures)
+    assert call_argument_tables >= 10  # the cells', the models' and the loss's
+
+
+def signature_names(target):
+    parameters = inspect.signature(target).parameters.values()
+    return [
+        {inspect.Parameter.VAR_POSITIONAL: "*", inspect.Parameter.VAR_KEYWORD: "**"}.get(
+            parameter.kind, ""
+        )
+        + parameter.name
+        for parameter in parameters
+        if parameter.name not in ("self", "cls")
+    ]
+
+
+@pytest.mark.slow
+def test_parameter_tables_name_every_parameter(site):
+    """An object whose docstring has Args documents every parameter of its
+    signature (as inspect reads it), and only those."""
+    failures = []
+    for name, path in api_pages(site).items():
+        page = parse(path)
+        for identifier, element in documented_objects(page):
+            table = section_tables(element).get("Parameters:")
+            if table is None:
+                continue
+            documented = [row.find("td").get_text(strip=True) for row in table.select("tbody tr")]
+            expected = signature_names(python_object(identifier))
+            if sorted(documented) != sorted(expected):
+                failures.append(
+                    f"{name}: {identifier}: the table has {documented}, the signature {expected}"
+                )
+    assert not failures, "\n".join(failures)
+
+
+@pytest.mark.slow
+def test_library_returns_tables_give_a_type(site):
+    """kerasrnn is annotated throughout (mypy's disallow_untyped_defs), so
+    every Returns entry on its pages shows a type."""
+    failures = []
+    for name, path in api_pages(site).items():
+        page = parse(path)
+        for identifier, element in documented_objects(page):
+            if not identifier.startswith("kerasrnn."):
+                continue
+            table = section_tables(element).get("Returns:")
+            for row in table.select("tbody tr") if table is not None else ():
+                if not row.find("td").get_text(strip=True):
+                    failures.append(f"{name}: {identifier}: a Returns entry without its type")
+    assert not failures, "\n".join(failures)
+
+
+@pytest.mark.slow
+def test_no_private_name_on_the_api_pages(site):
+    """No private object, parameter or name in a docstring's text
+    (`_NEEDS_TENSORFLOW`) on the reference."""
+    failures = []
+    for name, path in api_pages(site).items():
+        page = parse(path)
+        for code in page.select("article p code, article td code, article li code"):
+            if re.fullmatch(r"_[A-Za-z]\w*", code.get_text()):
+                failures.append(f"{name}: the text names {code.get_text()}")
+        for identifier, element in documented_objects(page):
+            if identifier.rpartition(".")[2].startswith("_"):
+                failures.append(f"{name}: {identifier} is documented")
+            for title, table in section_tables(element).items():
+                for row in table.select("tbody tr") if table is not None else ():
+                    if row.find("td").get_text(strip=True).startswith("_"):
+                        failures.append(f"{name}: {identifier}: {title} lists {row.td.text!r}")
+    assert not failures, "\n".join(failures)
 
 
 # ------------------------------------------------- the results page's plot

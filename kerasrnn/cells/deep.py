@@ -57,8 +57,9 @@ class DeepTransitionCell(RecurrentCell):
             `seed`.
 
     Call arguments:
-        inputs: `(batch, d)`; states: `[h_{t-1}]`, `(batch, n)`;
-        training: whether dropout masks apply.
+        inputs: `(batch, d)`, the input x_t of one step.
+        states: `[h_{t-1}]`, one `(batch, n)` tensor.
+        training: Whether dropout masks apply.
 
     Returns:
         `(h_t, [h_t])`, each `(batch, n)`.
@@ -163,8 +164,9 @@ class SkipStackedCells(keras.layers.Layer):
         **kwargs: Passed to `keras.layers.Layer`.
 
     Call arguments:
-        inputs: `(batch, d)`; states: the flat list of the cells' states;
-        training: passed to every cell.
+        inputs: `(batch, d)`, the input x_t of one step.
+        states: The flat list of the cells' states, in the cells' order.
+        training: Passed to every cell.
 
     Returns:
         `(y_t, new_states)`; y_t is (batch, Σ_l n_l) with `output_skip`,

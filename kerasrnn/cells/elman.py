@@ -20,13 +20,28 @@ class ElmanCell(RecurrentCell):
     The output of the step is h_t. Parameters: n(d + n + 1), or n(d + n)
     without bias (the lecture notes' d_h(d_in + d_h + 1)).
 
+    The arguments are `keras.layers.SimpleRNNCell`'s.
+
     Args:
         units: Positive integer, n.
-        activation: Default `"tanh"`.
-        **kwargs: The other arguments of `RecurrentCell` (`use_bias`, the
-            initializers, regularizers and constraints, `dropout`,
-            `recurrent_dropout`, `seed`), as `keras.layers.SimpleRNNCell`
-            takes them.
+        activation: The nonlinearity. Default `"tanh"`.
+        use_bias: Boolean, whether the cell adds b. Default `True`.
+        kernel_initializer: Initializer of `kernel` (W_xᵀ, (d, n)).
+        recurrent_initializer: Initializer of `recurrent_kernel` (W_hᵀ,
+            (n, n)); orthogonal by default.
+        bias_initializer: Initializer of `bias` (b, (n,)).
+        kernel_regularizer: Regularizer of `kernel`, or `None`.
+        recurrent_regularizer: Regularizer of `recurrent_kernel`, or `None`.
+        bias_regularizer: Regularizer of `bias`, or `None`.
+        kernel_constraint: Constraint on `kernel`, or `None`.
+        recurrent_constraint: Constraint on `recurrent_kernel`, or `None`.
+        bias_constraint: Constraint on `bias`, or `None`.
+        dropout: Fraction in [0, 1) of x_t's units dropped, one mask per
+            sequence.
+        recurrent_dropout: Fraction in [0, 1) of h_{t-1}'s units dropped
+            before W_h, one mask per sequence.
+        seed: Integer seed of the dropout masks, or `None`.
+        **kwargs: Passed to `keras.layers.Layer` (`name`, `dtype`, ...).
 
     Call arguments:
         inputs: `(batch, d)`, the input x_t of one step.

@@ -48,8 +48,9 @@ class GRUCell(RecurrentCell):
             `recurrent_dropout`, `seed`.
 
     Call arguments:
-        inputs: `(batch, d)`; states: `[h_{t-1}]`, `(batch, n)`;
-        training: whether dropout masks apply.
+        inputs: `(batch, d)`, the input x_t of one step.
+        states: `[h_{t-1}]`, one `(batch, n)` tensor.
+        training: Whether dropout masks apply.
 
     Returns:
         `(h_t, [h_t])`, each `(batch, n)`.

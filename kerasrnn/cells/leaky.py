@@ -49,8 +49,9 @@ class LeakyCell(RecurrentCell):
             path (1 − α) h_{t-1}.
 
     Call arguments:
-        inputs: `(batch, d)`; states: `[h_{t-1}]`, `(batch, n)`;
-        training: whether dropout masks apply.
+        inputs: `(batch, d)`, the input x_t of one step.
+        states: `[h_{t-1}]`, one `(batch, n)` tensor.
+        training: Whether dropout masks apply.
 
     Returns:
         `(h_t, [h_t])`, each `(batch, n)`.

@@ -118,8 +118,9 @@ class LSTMCell(RecurrentCell):
             `recurrent_dropout`, `seed`.
 
     Call arguments:
-        inputs: `(batch, d)`; states: `[h_{t-1}, c_{t-1}]`, each
-        `(batch, n)`; training: whether dropout masks apply.
+        inputs: `(batch, d)`, the input x_t of one step.
+        states: `[h_{t-1}, c_{t-1}]`, each `(batch, n)`.
+        training: Whether dropout masks apply.
 
     Returns:
         `(h_t, [h_t, c_t])`, each `(batch, n)`.

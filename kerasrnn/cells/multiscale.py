@@ -48,8 +48,9 @@ class MultiScaleCell(RecurrentCell):
             constraints, `dropout`, `recurrent_dropout`, `seed`.
 
     Call arguments:
-        inputs: `(batch, d)`; states: `[h_{t-1}, s_t]`;
-        training: whether dropout masks apply.
+        inputs: `(batch, d)`, the input x_t of one step.
+        states: `[h_{t-1}, s_t]`.
+        training: Whether dropout masks apply.
 
     Returns:
         `(h_t, [h_t, s_{t+1}])`.

@@ -43,8 +43,9 @@ class TemporalSkipCell(RecurrentCell):
             constraints, `dropout`, `recurrent_dropout`, `seed`.
 
     Call arguments:
-        inputs: `(batch, d_in)`; states: the d tensors above;
-        training: whether dropout masks apply.
+        inputs: `(batch, d_in)`, the input x_t of one step.
+        states: The d tensors above.
+        training: Whether dropout masks apply.
 
     Returns:
         `(h_t, [h_t, h_{t-1}, …, h_{t-d+1}])`.

@@ -62,6 +62,8 @@ class SequenceCrossEntropy(keras.losses.Loss):
 
     Args:
         label_smoothing: ε in [0, 1); 0 is the plain cross-entropy.
+        name: The loss's name in logs and saved models.
+        **kwargs: Passed to `keras.losses.Loss` (`dtype`, ...).
 
     Call arguments:
         y_true: `(batch, T)` int target ids.
