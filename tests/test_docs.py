@@ -319,7 +319,7 @@ def parse(path):
 def test_site_builds_strictly(site):
     """`mkdocs build --strict`: a broken link, a missing page, an API entry
     that does not resolve or a docstring the reference cannot parse fails."""
-    assert (site / "api" / "kerasrnn" / "index.html").exists()
+    assert (site / "api" / "cells" / "index.html").exists()
     assert (site / "notebooks" / "08_attention" / "index.html").exists()
 
 
@@ -579,6 +579,77 @@ def test_no_private_name_on_the_api_pages(site):
                 for row in table.select("tbody tr") if table is not None else ():
                     if row.find("td").get_text(strip=True).startswith("_"):
                         failures.append(f"{name}: {identifier}: {title} lists {row.td.text!r}")
+    assert not failures, "\n".join(failures)
+
+
+def test_each_name_has_one_api_entry():
+    """A name is documented on one page, once."""
+    directives = [
+        (page.name, line[4:].strip())
+        for page in sorted((DOCS / "api").glob("*.md"))
+        for line in page.read_text(encoding="utf-8").splitlines()
+        if line.startswith("::: ")
+    ]
+    names = [name for _, name in directives]
+    repeated = sorted({entry for entry in directives if names.count(entry[1]) > 1})
+    assert not repeated, f"documented more than once: {repeated}"
+
+
+def test_guide_pages_link_names_by_cross_reference():
+    """A guide page links an API entry as `[name][identifier]`, which the
+    build checks and which follows the entry to whatever page holds it, not
+    by the entry's page and anchor."""
+    by_hand = re.compile(r"\]\((?:\.\./)*api/[^)]*#[^)]*\)")
+    for path in [README, *sorted(DOCS.glob("*.md"))]:
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+            assert not by_hand.search(line), f"{path}:{number}: use [name][identifier]"
+
+
+@pytest.mark.slow
+def test_cross_references_render_as_links(site):
+    """Every `[name][identifier]` of the guide and the docstrings is a link:
+    no reference left as text, and each guide page that names the API links
+    to it."""
+    failures = []
+    for name, path in site_pages(site).items():
+        page = parse(path)
+        content = page.find("article")
+        if content is None:
+            continue
+        for unresolved in content.find_all("autoref"):
+            failures.append(f"{name}: unresolved reference {unresolved.get('identifier')}")
+        for element in content.select("pre, code, script, style"):
+            element.decompose()
+        for leftover in re.findall(r"\]\[[A-Za-z_][\w.]*\]", content.get_text()):
+            failures.append(f"{name}: a reference left as text: {leftover}")
+    guide = ("index.html", "cells", "parameters", "bptt", "seq2seq", "deploy", "backends")
+    guide_links = {
+        name: len(parse(path).select("article a.autorefs-internal"))
+        for name, path in site_pages(site).items()
+        if name.split("/")[0] in guide
+    }
+    failures += [f"{name}: no link to the API" for name, count in guide_links.items() if not count]
+    assert not failures, "\n".join(failures)
+
+
+@pytest.mark.slow
+def test_table_of_contents_entries_are_distinct(site):
+    """Entries side by side in a page's table of contents differ (six
+    entries all called `run` say nothing)."""
+    failures = []
+    for name, path in site_pages(site).items():
+        toc = parse(path).select_one("nav.md-nav--secondary")
+        for entries in toc.find_all("ul") if toc is not None else ():
+            labels = [
+                item.a.get_text(" ", strip=True)
+                for item in entries.find_all("li", recursive=False)
+                if item.a is not None
+            ]
+            failures += [
+                f"{name}: {label!r} {labels.count(label)} times"
+                for label in sorted(set(labels))
+                if labels.count(label) > 1
+            ]
     assert not failures, "\n".join(failures)
 
 
