@@ -20,12 +20,30 @@ def file_sha256(path):
     return digest.hexdigest()
 
 
+def random_generator_states(model):
+    """The state variables of `model`'s `keras.random.SeedGenerator`s, in
+    the model's order.
+
+    Every random draw of training comes from one: the cells' dropout masks
+    and scheduled sampling's coin flips. Each draw advances its generator's
+    state, a variable that `save_weights` leaves out, so a resumed run must
+    get it back from the backup to draw what the uninterrupted run draws.
+    Keras names the variable `seed_generator_state`
+    (`keras.random.SeedGenerator.state`).
+    """
+    return [
+        variable
+        for variable in model.variables
+        if variable.name == "seed_generator_state"
+    ]
+
+
 class Generation:
     """One backup generation: the directory `epoch-NNNNNN/` (N finished
     epochs) with `model.weights.h5` (the model's and the optimizer's
     variables) and `training_metadata.json` (`epoch`, the SHA-256 of the
-    weights file, and the `task` and configuration `fingerprint` of the run
-    that wrote it).
+    weights file, the states of the model's random generators, and the
+    `task` and configuration `fingerprint` of the run that wrote it).
 
     Args:
         backup_dir: The `backup/` directory holding it.
@@ -56,6 +74,10 @@ class Generation:
                 {
                     "epoch": self.epoch,
                     "weights_sha256": file_sha256(weights),
+                    "random_states": [
+                        state.numpy().tolist()
+                        for state in random_generator_states(model)
+                    ],
                     **owner,
                 }
             )
@@ -98,12 +120,22 @@ class Generation:
             return f"{self.WEIGHTS} is unreadable ({error})"
         if digest != metadata.get("weights_sha256"):
             return f"{self.WEIGHTS} does not match its recorded checksum"
+        generators = random_generator_states(model)
+        # Absent from backups of earlier releases: those resume as they did.
+        saved_states = metadata.get("random_states", None)
+        if saved_states is not None and len(saved_states) != len(generators):
+            return (
+                f"{self.METADATA} holds {len(saved_states)} random generator "
+                f"states; the model has {len(generators)}"
+            )
         try:
             model.load_weights(weights)
         except Exception as error:  # noqa: BLE001
             # h5py and Keras raise many types for a file that does not fit.
             kind = type(error).__name__
             return f"{self.WEIGHTS} does not load ({kind}: {error})"
+        for variable, state in zip(generators, saved_states or []):
+            variable.assign(state)
         return None
 
 
