@@ -408,6 +408,28 @@ def test_math_is_typeset_by_the_site_s_own_katex(site):
     assert pages_with_math >= 10  # the guide's equations and the notebooks'
 
 
+@pytest.mark.slow
+def test_pages_show_the_version_and_notebooks_their_download(site):
+    """Every page's footer names pyproject.toml's version and links the
+    repository; a notebook's page links to its .ipynb, which the site holds."""
+    import tomllib
+
+    version = tomllib.loads((REPOSITORY / "pyproject.toml").read_text())["project"]["version"]
+    failures = []
+    for name, path in site_pages(site).items():
+        page = parse(path)
+        footer = page.select_one(".md-copyright")
+        if footer is None or f"kerasrnn {version}" not in footer.get_text():
+            failures.append(f"{name}: the footer does not say kerasrnn {version}")
+        if page.select_one("a.md-source[href^='https://github.com/']") is None:
+            failures.append(f"{name}: no link to the repository")
+        if name.startswith("notebooks/"):
+            links = [a["href"] for a in page.select("a[download]")]
+            if not links or not all((path.parent / link).is_file() for link in links):
+                failures.append(f"{name}: no download link to its notebook: {links}")
+    assert not failures, "\n".join(failures)
+
+
 # ------------------------------------------- the API pages, as rendered
 
 
