@@ -56,10 +56,11 @@ from tensorflow.python.framework.convert_to_constants import (
 
 from kerasrnn.keras_internals import DropoutRNNCell
 from kerasrnn.types import TensorLike
-from kerasrnn.validation import check_choice, check_positive_int
+from kerasrnn.validation import check_bool, check_choice, check_positive_int
 
 __all__ = [
     "QUANTIZE_OPTIONS",
+    "STEP_SIGNATURE",
     "check_litert_path",
     "check_quantize",
     "convert_concrete_functions",
@@ -649,6 +650,21 @@ def _traceable_for_litert(recurrent: list[keras.layers.RNN], steps: int | None) 
     The layers are the caller's: the stand-in is removed and the rates are
     put back when the trace ends, however it ends.
     """
+    try:
+        with _dropout_off(recurrent):
+            for layer in recurrent:
+                layer.inner_loop = _litert_inner_loop(layer, steps)
+            yield
+    finally:
+        for layer in recurrent:
+            if "inner_loop" in vars(layer):
+                del layer.inner_loop
+
+
+@contextlib.contextmanager
+def _dropout_off(recurrent: list[keras.layers.RNN]) -> Iterator[None]:
+    """The recurrent layers' cells at dropout rates of 0, then restored
+    (see `_traceable_for_litert` for why)."""
     cells = [
         cell
         for layer in recurrent
@@ -657,17 +673,167 @@ def _traceable_for_litert(recurrent: list[keras.layers.RNN], steps: int | None) 
     ]
     rates = [(cell, cell.dropout, cell.recurrent_dropout) for cell in cells]
     try:
-        for layer in recurrent:
-            layer.inner_loop = _litert_inner_loop(layer, steps)
         for cell in cells:
             cell.dropout = cell.recurrent_dropout = 0.0
         yield
     finally:
         for cell, dropout, recurrent_dropout in rates:
             cell.dropout, cell.recurrent_dropout = dropout, recurrent_dropout
-        for layer in recurrent:
-            if "inner_loop" in vars(layer):
-                del layer.inner_loop
+
+
+#: The signature `export_litert(..., streaming=True)` adds.
+STEP_SIGNATURE = "step"
+
+
+def _check_streamable(
+    model: keras.Model, inputs: list[TensorLike], recurrent: list[keras.layers.RNN]
+) -> None:
+    """Refuse what a one-step signature cannot carry, naming it."""
+    if len(inputs) != 1 or len(tree.flatten(model.outputs)) != 1:
+        raise ValueError(
+            "Argument `streaming` needs a model with one input and one output. "
+            f"Received: streaming=True for model {model.name!r} with "
+            f"{len(inputs)} inputs and {len(tree.flatten(model.outputs))} outputs"
+        )
+    if len(inputs[0].shape) < 2:
+        raise ValueError(
+            "Argument `streaming` needs an input with a time axis "
+            f"(batch, time, ...). Received: streaming=True for input shape "
+            f"{tuple(inputs[0].shape)}"
+        )
+    for layer in model._flatten_layers(include_self=False):
+        if isinstance(layer, keras.layers.Bidirectional):
+            raise ValueError(
+                f"Argument `streaming` cannot step layer {layer.name!r}: a "
+                "Bidirectional layer reads the sequence backwards from its end, "
+                "which a step-by-step signature never sees. Received: streaming=True"
+            )
+    backwards = [layer.name for layer in recurrent if layer.go_backwards]
+    if backwards:
+        raise ValueError(
+            f"Argument `streaming` cannot step layers {backwards}: they read the "
+            "sequence backwards (go_backwards=True). Received: streaming=True"
+        )
+
+
+def _state_specs(recurrent: list[keras.layers.RNN]) -> list[list[int]]:
+    """Each recurrent layer's state sizes, flat, in layer order."""
+    sizes = []
+    for layer in recurrent:
+        flat = tree.flatten(layer.cell.state_size)
+        sizes.append([int(size) for size in flat])
+    return sizes
+
+
+def _step_function(model: keras.Model, spec: Any, recurrent: list[keras.layers.RNN]) -> Any:
+    """The `step` signature's concrete function (see `export_litert`).
+
+    Each recurrent layer runs one step of `_litert_inner_loop` from the
+    states fed to the signature instead of its zeros, and hands its new
+    states out. Before it is returned, the function is stepped through a
+    random sequence and held to the whole-sequence model: a layer that
+    mixes time steps outside the recurrences fails there, by name of the
+    check, not silently in a client.
+    """
+    sizes = _state_specs(recurrent)
+    step_shape = [None, *spec.shape[2:]]
+    state_specs = [
+        tf.TensorSpec([None, size], tf.float32, name=f"state_{index}")
+        for index, size in enumerate(size for layer in sizes for size in layer)
+    ]
+    sequence_output = len(model.outputs[0].shape) >= 3
+
+    def step(inputs: TensorLike, *states: TensorLike) -> dict[str, TensorLike]:
+        new_states: dict[int, list[TensorLike]] = {}
+        offsets = np.cumsum([0, *[len(layer) for layer in sizes]])
+        try:
+            for index, layer in enumerate(recurrent):
+                fed = list(states[offsets[index] : offsets[index + 1]])
+                layer.inner_loop = _fed_inner_loop(layer, fed, new_states, index)
+            output = model(tf.expand_dims(inputs, 1), training=False)
+        finally:
+            for layer in recurrent:
+                if "inner_loop" in vars(layer):
+                    del layer.inner_loop
+        output = tree.flatten(output)[0]
+        if sequence_output:
+            output = output[:, 0]
+        flat = [state for index in range(len(recurrent)) for state in new_states[index]]
+        return {
+            "outputs": output,
+            **{f"state_{index}": state for index, state in enumerate(flat)},
+        }
+
+    signature = [tf.TensorSpec(step_shape, spec.dtype, name="inputs"), *state_specs]
+    with _dropout_off(recurrent):
+        function = tf.function(step, input_signature=signature)
+        concrete = function.get_concrete_function()
+    _check_steps_match(model, concrete, spec, state_specs, sequence_output)
+    return concrete
+
+
+def _fed_inner_loop(
+    layer: keras.layers.RNN,
+    fed: list[TensorLike],
+    sink: dict[int, list[TensorLike]],
+    index: int,
+) -> Callable[..., Any]:
+    """`_litert_inner_loop` over one step, from the `fed` states, its new
+    states put in `sink[index]`."""
+    loop = _litert_inner_loop(layer, 1)
+
+    def inner_loop(
+        sequences: Any, initial_state: Any, mask: Any, training: bool = False
+    ) -> tuple[TensorLike, TensorLike, Any]:
+        if index in sink:
+            raise ValueError(
+                f"Argument `streaming` cannot step layer {layer.name!r}: the "
+                "model calls it more than once. Received: streaming=True"
+            )
+        structure = initial_state if tree.is_nested(initial_state) else [initial_state]
+        states = [
+            tf.cast(state, zero.dtype) for state, zero in zip(fed, tree.flatten(structure))
+        ]
+        last, outputs, new = loop(
+            sequences, tree.pack_sequence_as(structure, states), mask, training
+        )
+        sink[index] = [tf.cast(state, tf.float32) for state in tree.flatten(new)]
+        return last, outputs, new
+
+    return inner_loop
+
+
+def _check_steps_match(
+    model: keras.Model,
+    step: Any,
+    spec: Any,
+    state_specs: list[Any],
+    sequence_output: bool,
+    steps: int = 4,
+) -> None:
+    """Step `step` through a random sequence; refuse if it is not `model`'s."""
+    rng = np.random.default_rng(0)
+    shape = [2, steps, *[1 if size is None else size for size in spec.shape[2:]]]
+    if spec.dtype.is_integer:
+        sequence = rng.integers(1, 3, size=shape).astype(spec.dtype.as_numpy_dtype)
+    else:
+        sequence = rng.normal(size=shape).astype(spec.dtype.as_numpy_dtype)
+    whole = np.asarray(tree.flatten(model(sequence, training=False))[0])
+    states = {spec_.name: tf.zeros([2, spec_.shape[1]]) for spec_ in state_specs}
+    outputs = []
+    for time in range(steps):
+        result = step(inputs=tf.constant(sequence[:, time]), **states)
+        outputs.append(result["outputs"].numpy())
+        states = {name: result[name] for name in states}
+    stepped = np.stack(outputs, 1) if sequence_output else outputs[-1]
+    if stepped.shape != whole.shape or not np.allclose(stepped, whole, atol=1e-4, rtol=1e-4):
+        raise ValueError(
+            f"Argument `streaming` needs a model whose steps depend only on the "
+            f"steps before them, but model {model.name!r} stepped one step at a "
+            "time does not give its whole-sequence output (a layer outside the "
+            "recurrences mixes time steps: pooling, attention, a convolution "
+            "over time). Received: streaming=True"
+        )
 
 
 def export_litert(
@@ -676,6 +842,7 @@ def export_litert(
     *,
     sequence_length: int | None = None,
     quantize: str | None = None,
+    streaming: bool = False,
 ) -> pathlib.Path:
     """Write a recurrent Keras model as a LiteRT `.tflite` file.
 
@@ -704,6 +871,27 @@ def export_litert(
     `allocate_tensors` sets it, or a `get_signature_runner(
     "serving_default")` call resizes to the arrays it is given.
 
+    With `streaming=True` the file has a second signature, `step`, that
+    runs the model one time step at a time at constant memory, its
+    recurrent states carried by the client from one call to the next:
+
+    - inputs: `inputs`, one step of the model's input (`[batch,
+      *features]`: float32 features, or int32 token ids `[batch]`), and
+      `state_0`, `state_1`, ...: every recurrent layer's state tensors, in
+      the order of `model.layers` (an LSTM's h then c), float32 `[batch,
+      size]`; zeros start a sequence;
+    - outputs: `outputs`, the model's output for that step (a model whose
+      last recurrent layer returns only its last output gives the output
+      the whole sequence would give if it ended at this step), and
+      `state_0`, `state_1`, ...: the new states, the same names and shapes.
+
+    Stepping it through a sequence from zero states gives what the
+    whole-sequence model gives (checked here on random inputs before the
+    file is written). It needs one input and one output, and layers that
+    run forwards through time: `Bidirectional` and `go_backwards` layers
+    are refused, and so is a layer that mixes time steps outside the
+    recurrences (a pooling over time, attention), by the check.
+
     A fixed `sequence_length` unrolls the time loop (no `WHILE`): the fast
     path, 4 to 8 times faster per call than the loop on a small
     bidirectional model (the module's docstring has the figures); a
@@ -721,6 +909,7 @@ def export_litert(
             `None` for any number.
         quantize: `None` (float32), `"float16"` or `"dynamic_int8"`; see
             `QUANTIZE_OPTIONS`.
+        streaming: Whether to add the `step` signature described above.
 
     Returns:
         `pathlib.Path(path)`.
@@ -750,19 +939,23 @@ def export_litert(
     if sequence_length is not None:
         sequence_length = check_positive_int("sequence_length", sequence_length)
     quantize = check_quantize(quantize)
+    streaming = check_bool("streaming", streaming)
     target = check_litert_path(path)
     specs = _input_specs(inputs, sequence_length)
     _check_unrollable(recurrent, specs)
+    if streaming:
+        _check_streamable(model, inputs, recurrent)
 
     def serve(*arguments: TensorLike) -> dict[str, TensorLike]:
         structure = arguments[0] if len(arguments) == 1 else list(arguments)
         return _named_outputs(model, model(structure, training=False))
 
+    functions = {}
     with _traceable_for_litert(recurrent, sequence_length):
         function = tf.function(serve, input_signature=specs)
-        concrete = function.get_concrete_function()
-    content = convert_concrete_functions(
-        {"serving_default": concrete}, quantize=quantize, model=model
-    )
+        functions["serving_default"] = function.get_concrete_function()
+    if streaming:
+        functions[STEP_SIGNATURE] = _step_function(model, specs[0], recurrent)
+    content = convert_concrete_functions(functions, quantize=quantize, model=model)
     write_atomically(target, content)
     return target

@@ -27,6 +27,7 @@ from kerasrnn.litert import (
     export_litert,
     write_atomically,
 )
+from tests.isolated import run_without
 
 UNITS = 4
 VOCABULARY = 9
@@ -636,3 +637,142 @@ def test_convert_concrete_functions_wants_dict_outputs():
         convert_concrete_functions(
             {"serving_default": bare.get_concrete_function()}, quantize="int4"
         )
+
+
+# ------------------------------------------------------------- streaming
+#: The example client, run where neither TensorFlow nor kerasrnn imports.
+STREAMING_CLIENT = """
+import runpy, sys
+sys.argv = ["litert_streaming.py", *sys.argv[1:]]
+try:
+    runpy.run_path("examples/litert_streaming.py", run_name="__main__")
+except SystemExit as exit:
+    assert exit.code == 0, exit.code
+"""
+
+
+def streaming_models(rng):
+    """A stack returning every step's output (dropout in its first cell,
+    a Keras layer, stacked cells), and token ids read to a last output."""
+    features = keras.Input((None, FEATURES), name="features")
+    hidden = keras.layers.RNN(
+        kerasrnn.LSTMCell(UNITS, dropout=0.2), return_sequences=True, name="lstm"
+    )(features)
+    hidden = keras.layers.GRU(3, return_sequences=True, name="gru")(hidden)
+    stack = keras.layers.StackedRNNCells([kerasrnn.ElmanCell(3), kerasrnn.GRUCell(2)])
+    hidden = keras.layers.RNN(stack, return_sequences=True, name="stack")(hidden)
+    every_step = keras.Model(features, keras.layers.Dense(2)(hidden), name="every_step")
+    ids = keras.Input((None,), dtype="int32", name="ids")
+    embedded = keras.layers.Embedding(VOCABULARY, FEATURES)(ids)
+    last = keras.layers.RNN(kerasrnn.LeakyCell(UNITS, alpha=0.4), name="leaky")(embedded)
+    last_output = keras.Model(ids, keras.layers.Dense(1)(last), name="last_output")
+    for model in (every_step, last_output):
+        randomize_biases(model, rng)
+    return {"every_step": every_step, "last_output": last_output}
+
+
+@pytest.fixture(scope="module")
+def streamed(tmp_path_factory):
+    """name -> (model, .tflite path, sequence, the client's outputs)."""
+    directory = tmp_path_factory.mktemp("streaming")
+    rng = np.random.default_rng(30)
+    keras.utils.set_random_seed(30)
+    found = {}
+    for name, model in streaming_models(rng).items():
+        tflite = export_litert(
+            model, directory / f"{name}.tflite", sequence_length=LENGTH, streaming=True
+        )
+        if name == "every_step":
+            sequence = rng.normal(size=(2, 9, FEATURES)).astype("float32")
+        else:
+            sequence = rng.integers(1, VOCABULARY, size=(2, 9)).astype("int32")
+        np.save(directory / f"{name}.npy", sequence)
+        outputs = directory / f"{name}_outputs.npy"
+        run_without(
+            ("tensorflow", "keras", "kerasrnn"),
+            STREAMING_CLIENT,
+            tflite,
+            directory / f"{name}.npy",
+            outputs,
+        )
+        found[name] = (model, tflite, sequence, np.load(outputs))
+    return found
+
+
+@pytest.mark.slow
+def test_stepping_from_zero_states_gives_the_whole_sequence_outputs(streamed):
+    model, _, sequence, stepped = streamed["every_step"]
+    # Nine steps, longer than the whole-sequence signature's five: the step
+    # signature's memory does not grow with the length.
+    np.testing.assert_allclose(stepped, model.predict(sequence, verbose=0), atol=1e-5)
+
+
+@pytest.mark.slow
+def test_a_last_output_model_streams_the_output_of_every_prefix(streamed):
+    model, _, sequence, stepped = streamed["last_output"]
+    prefixes = [model.predict(sequence[:, : time + 1], verbose=0) for time in range(9)]
+    np.testing.assert_allclose(stepped, np.stack(prefixes, axis=1), atol=1e-5)
+
+
+@pytest.mark.slow
+def test_the_step_signature_carries_every_state_in_layer_order(streamed):
+    from ai_edge_litert.interpreter import Interpreter
+
+    _, tflite, _, _ = streamed["every_step"]
+    interpreter = Interpreter(model_path=str(tflite))
+    states = [f"state_{index}" for index in range(5)]  # LSTM h, c; GRU; Elman; GRU
+    assert interpreter.get_signature_list() == {
+        "serving_default": {"inputs": ["features"], "outputs": ["dense"]},
+        "step": {"inputs": ["inputs", *states], "outputs": ["outputs", *states]},
+    }
+    runner = interpreter.get_signature_runner("step")
+    shapes = {
+        name: detail["shape_signature"].tolist()
+        for name, detail in runner.get_input_details().items()
+    }
+    assert shapes == {
+        "inputs": [-1, FEATURES],
+        "state_0": [-1, UNITS],
+        "state_1": [-1, UNITS],
+        "state_2": [-1, 3],
+        "state_3": [-1, 3],
+        "state_4": [-1, 2],
+    }
+
+
+def streaming_refusals():
+    features = keras.Input((None, FEATURES))
+    return {
+        "bidirectional": keras.Model(
+            features, keras.layers.Bidirectional(keras.layers.LSTM(2), name="both_ways")(features)
+        ),
+        "go_backwards": keras.Model(
+            features, keras.layers.GRU(2, go_backwards=True, name="backwards")(features)
+        ),
+        "pooling": keras.Model(
+            features,
+            keras.layers.GlobalAveragePooling1D()(
+                keras.layers.LSTM(2, return_sequences=True)(features)
+            ),
+        ),
+    }
+
+
+@pytest.mark.parametrize(
+    "case, message",
+    [
+        ("bidirectional", r"cannot step layer 'both_ways'.*Bidirectional"),
+        ("go_backwards", r"cannot step layers \['backwards'\]"),
+        ("pooling", r"stepped one step at a time does not give its whole-sequence output"),
+    ],
+)
+def test_what_cannot_stream_is_refused_by_name(tmp_path, case, message):
+    target = tmp_path / "model.tflite"
+    with pytest.raises(ValueError, match=f"`streaming`.*{message}"):
+        export_litert(streaming_refusals()[case], target, streaming=True)
+    assert not target.exists()
+
+
+def test_streaming_must_be_a_bool(small_model, tmp_path):
+    with pytest.raises(ValueError, match="streaming"):
+        export_litert(small_model, tmp_path / "model.tflite", streaming="yes")
