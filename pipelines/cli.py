@@ -70,7 +70,10 @@ def add_options(parser, config_class):
             if not config_class.PRESETS:
                 continue
             kind = one_of(*config_class.PRESETS)
-        help_text = f"{spec['help']} (default: {shown(getattr(defaults, field.name))})"
+        help_text = spec["help"]
+        if field.name == "data":
+            help_text = data_help(config_class, help_text)
+        help_text = f"{help_text} (default: {shown(getattr(defaults, field.name))})"
         arguments = {"default": argparse.SUPPRESS, "help": help_text}
         if kind is switch:
             arguments["action"] = argparse.BooleanOptionalAction
@@ -82,6 +85,16 @@ def add_options(parser, config_class):
                 "{" + ",".join(kind.choices) + "}" if kind.choices else field.name.upper()
             )
         groups[field.name in SHARED_OPTIONS].add_argument(flag(field.name), **arguments)
+
+
+def data_help(config_class, help_text):
+    """`--data`'s help: the task's sources by name, which the epilog
+    describes; without a task, where each task's sources are listed."""
+    if config_class is RunConfig:
+        return f"{help_text}; each task has its own sources, listed by {PROGRAM} TASK --help"
+    *others, last = config_class.DATA_SOURCES
+    names = f"{', '.join(others)} or {last}" if others else last
+    return f"{help_text}: {names}, described under 'data sources' below"
 
 
 def task_summaries():

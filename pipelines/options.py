@@ -231,9 +231,8 @@ class RunConfig:
         "same command gives the same batches); --no-shuffle keeps the data "
         "order, which reproduces a run across --strategy choices",
     )
-    data: str = option(
-        "embedded", text, "where the data come from: one of the sources listed below"
-    )
+    # The command line's help adds the task's sources (`cli.data_help`).
+    data: str = option("embedded", text, "where the data come from")
     out: str | None = option(
         None,
         text,
@@ -252,7 +251,7 @@ class RunConfig:
     quick: bool = option(
         False,
         present,
-        "a tiny run (small model, little data, one or two epochs)",
+        "a short run on little data, to try the task or as a smoke test",
         training=False,
     )
     preset: str | None = option(

@@ -4,6 +4,7 @@ the typed configurations and the import layering of `kerasrnn_pipelines`."""
 import ast
 import dataclasses
 import json
+import re
 import subprocess
 import sys
 
@@ -95,6 +96,53 @@ def test_seq2seq_help_has_cell_dropout_and_no_layer_dropout(capsys):
     assert "--cell-dropout" in text and "the cells' input dropout" in text
     assert "--dropout " not in text
     assert "--preset {full}" in text
+
+
+@pytest.mark.parametrize(
+    "task, listed",
+    [
+        ("forecast", "embedded"),
+        ("classify", "embedded or imdb_reviews"),
+        ("charlm", "embedded or tiny_shakespeare"),
+        ("tag", "embedded or conll2003"),
+        ("g2p", "embedded"),
+        ("translate", "ted_hrlr_translate/pt_to_en, ted_hrlr_translate/az_to_en, "),
+        ("translate", "ted_hrlr_translate/ru_to_pt or ted_hrlr_translate/tr_to_en, described"),
+    ],
+)
+def test_data_help_names_the_task_sources_the_epilog_describes(task, listed, capsys):
+    with pytest.raises(SystemExit):
+        cli.main([task, "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    help_text = text.partition("where the data come from: ")[2].partition(" (default: ")[0]
+    assert listed in help_text and help_text.endswith(", described under 'data sources' below")
+    epilog = text.partition("data sources (--data): ")[2]
+    names = [name for name in re.split(r", | or ", listed.removesuffix(", described")) if name]
+    assert names and all(f"{name}: " in epilog for name in names)
+
+
+def test_data_help_without_a_task_points_to_the_tasks_help(capsys):
+    with pytest.raises(SystemExit):
+        cli.main(["--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert (
+        "where the data come from; each task has its own sources, listed by "
+        "kerasrnn-train TASK --help" in text
+    )
+    assert "listed below" not in text and "data sources (--data)" not in text
+
+
+def test_luong_help_says_input_feeding_is_an_option(capsys):
+    with pytest.raises(SystemExit):
+        cli.main(["g2p", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert (
+        "luong (general, scored with the current output; its attentional vector fed to "
+        "the next step only with --input-feeding)" in text
+    )
+    # Input feeding is off unless asked for, as the help of --input-feeding says.
+    assert G2PConfig().input_feeding is False
+    assert "with --attention luong (refused with the others), feed the previous" in text
 
 
 def test_unknown_task_is_refused_with_the_choices(capsys):

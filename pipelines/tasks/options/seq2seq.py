@@ -60,7 +60,8 @@ class Seq2SeqConfig(RunConfig):
         one_of(*ATTENTIONS),
         "attention over the encoder outputs: bahdanau (additive, scored "
         "with the previous decoder state), luong (general, scored with the "
-        "current output, with input feeding) or none (the fixed context only)",
+        "current output; its attentional vector fed to the next step only "
+        "with --input-feeding) or none (the fixed context only)",
     )
     input_feeding: bool = option(
         False,
