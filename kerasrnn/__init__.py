@@ -37,6 +37,7 @@ from kerasrnn.params import LayerParams, ParamReport, explain_params, param_coun
 _NEEDS_TENSORFLOW = {
     "seq2seq": ("kerasrnn.seq2seq", None),
     "export_litert": ("kerasrnn.litert", "export_litert"),
+    "count_litert_operators": ("kerasrnn.litert", "count_litert_operators"),
 }
 
 __all__ = [
@@ -52,6 +53,7 @@ __all__ = [
     "SkipStackedCells",
     "TemporalSkipCell",
     "bptt",
+    "count_litert_operators",
     "explain_params",
     "export_litert",
     "from_keras",

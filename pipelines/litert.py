@@ -5,7 +5,8 @@ the run's staged outputs, beside `saved_model/`: `run_task` renames it into
 place with the others before `metrics.json`, so a run killed before then
 writes it again when it resumes. `litert_metrics` runs the file through the
 LiteRT interpreter (`ai_edge_litert`, what a client without TensorFlow
-uses) and records its size, `litert_bytes`, beside what the task computes
+uses) and records its size, `litert_bytes`, and its operators per signature,
+`litert_operators`, beside what the task computes
 from its answers (`litert_test_rmse`, ...).
 """
 
@@ -93,8 +94,21 @@ def litert_predictor(path):
     return predict
 
 
+def litert_file_metrics(path):
+    """What `metrics.json` says of the file itself: `litert_bytes`, its
+    size, and `litert_operators`, signature -> the number of interpreter
+    operators it runs (`kerasrnn.count_litert_operators`), which sets its
+    time per call at batch 1."""
+    operators = kerasrnn.count_litert_operators(path)
+    return {
+        "litert_bytes": path.stat().st_size,
+        "litert_operators": {key: sum(kinds.values()) for key, kinds in operators.items()},
+    }
+
+
 def litert_metrics(path, evaluate):
-    """`litert_bytes` and the metrics `evaluate` computes through the file.
+    """`litert_file_metrics` and the metrics `evaluate` computes through
+    the file.
 
     Args:
         path: What `write_litert` returned (None on a worker: no metrics).
@@ -102,12 +116,12 @@ def litert_metrics(path, evaluate):
             answers of `litert_predictor(path)`.
 
     Returns:
-        A dict of metrics; only `litert_bytes`, with a note printed, where
-        `ai_edge_litert` is not installed.
+        A dict of metrics; only `litert_file_metrics`, with a note printed,
+        where `ai_edge_litert` is not installed.
     """
     if path is None:
         return {}
-    metrics = {"litert_bytes": path.stat().st_size}
+    metrics = litert_file_metrics(path)
     try:
         predict = litert_predictor(path)
     except ImportError:

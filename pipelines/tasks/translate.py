@@ -53,6 +53,7 @@ from typing import TYPE_CHECKING, Any
 from kerasrnn import seq2seq
 from kerasrnn_pipelines import edit_distance, encoder_decoder
 from kerasrnn_pipelines.data.translation import TranslationConfig, load_translation
+from kerasrnn_pipelines.litert import litert_file_metrics
 from kerasrnn_pipelines.tasks.options.translate import CORPORA
 
 if TYPE_CHECKING:
@@ -90,11 +91,11 @@ def predict(model, batches, source_vocabulary, target_vocabulary, config):
 
 
 def litert_metrics(path, batches, references, target_vocabulary):
-    """`litert_bytes`, and `litert_test_token_error_rate`: the token error
+    """`litert_bytes`, `litert_operators`, and `litert_test_token_error_rate`: the token error
     rate of the `model.tflite` at `path` on the test `batches`, through the
     LiteRT interpreter (left out, with a note, where `ai_edge_litert` is not
     installed)."""
-    metrics = {"litert_bytes": path.stat().st_size}
+    metrics = litert_file_metrics(path)
     sources = [
         [token for token in row if token != seq2seq.PAD_ID]
         for inputs, _ in batches

@@ -776,3 +776,24 @@ def test_what_cannot_stream_is_refused_by_name(tmp_path, case, message):
 def test_streaming_must_be_a_bool(small_model, tmp_path):
     with pytest.raises(ValueError, match="streaming"):
         export_litert(small_model, tmp_path / "model.tflite", streaming="yes")
+
+
+@pytest.mark.slow
+def test_operators_are_counted_per_signature_as_the_interpreter_lists_them(streamed, tmp_path):
+    from ai_edge_litert.interpreter import Interpreter
+
+    model, tflite, _, _ = streamed["every_step"]
+    counts = kerasrnn.count_litert_operators(tflite)
+    assert list(counts) == ["serving_default", "step"]
+    # The interpreter lists the operators of a file's first graph: export
+    # the whole-sequence signature alone and hold the counts to its list.
+    alone = export_litert(model, tmp_path / "alone.tflite", sequence_length=LENGTH)
+    listed = [detail["op_name"] for detail in Interpreter(str(alone))._get_ops_details()]
+    assert kerasrnn.count_litert_operators(alone.read_bytes()) == {
+        "serving_default": {name: listed.count(name) for name in set(listed)}
+    }
+    assert counts["serving_default"] == {name: listed.count(name) for name in set(listed)}
+    # One step of five recurrent cells and a Dense layer: far fewer than the
+    # unrolled five steps.
+    assert sum(counts["step"].values()) < sum(counts["serving_default"].values())
+    assert counts["step"]["FULLY_CONNECTED"] >= 5

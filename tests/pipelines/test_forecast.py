@@ -100,6 +100,11 @@ def test_run_writes_every_output(quick_run):
     json.dumps(metrics)
     # model.tflite's RMSE, through the LiteRT interpreter, is the model's.
     assert (quick_run / "model.tflite").stat().st_size == metrics["litert_bytes"]
+    # Its operators, as the interpreter lists those of its one signature.
+    from ai_edge_litert.interpreter import Interpreter
+
+    listed = Interpreter(str(quick_run / "model.tflite"))._get_ops_details()
+    assert metrics["litert_operators"] == {"serving_default": len(listed)}
     assert metrics["litert_test_rmse"] == pytest.approx(metrics["test_rmse"], rel=1e-5)
 
 
