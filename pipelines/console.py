@@ -11,6 +11,11 @@ and shows it only if loading fails. The LiteRT interpreter announces its
 XNNPACK delegate the same way, whatever the log level, at its first call:
 the steps that run it do so inside `held_back_native_output`.
 
+A task says what it does before each long step (`progress`): what it
+trains and where its outputs go, then, after the epoch lines, each export
+and the decoding of the test words, one plain line each, so that a log
+file shows where a run is.
+
 The summary is the run's headline metric beside its baseline, where its
 outputs are (as its `run.json` lists them) and a command that serves each
 exported model: the SavedModel with TensorFlow alone, the LiteRT model
@@ -102,6 +107,20 @@ def start_tensorflow():
     import tensorflow as tf
 
     tf.config.list_physical_devices()
+
+
+def progress(line, chief=True):
+    """Print `line`, what the run does next, on standard output, flushed
+    (as the epoch lines are): a log file shows it before the step starts.
+
+    Args:
+        line: One line of text.
+        chief: Whether this process writes the run's outputs; the other
+            workers of a multi-worker run say nothing, or every line would
+            appear once per worker.
+    """
+    if chief:
+        print(line, flush=True)
 
 
 def headline_line(headline, report):

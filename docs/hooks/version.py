@@ -5,12 +5,7 @@ written; the site shows it as `kerasrnn 0.2.0` in every page's footer.
 """
 
 import pathlib
-import sys
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # the docs extra installs tomli on Python 3.10
-    import tomli as tomllib
+import tomllib
 
 PYPROJECT = pathlib.Path(__file__).resolve().parents[2] / "pyproject.toml"
 

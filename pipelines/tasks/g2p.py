@@ -48,9 +48,14 @@ writes `alignments.png`, heatmaps of α for a dozen test words (letters
 across, phonemes down), and logs them to TensorBoard (`tensorboard/alignments`).
 A run also writes `model.tflite` and `vocabulary.json`
 (`kerasrnn.seq2seq.export_litert`: letter ids in, phoneme ids out, the beam
-search inside, a signature per word-length bucket, `LITERT_SOURCE_BUCKETS`);
+search inside, a signature per word-length bucket, `LITERT_SOURCE_BUCKETS`,
+except in a `--quick` run, whose file holds `serving_default` alone);
 `metrics.json` records its `litert_bytes` and its `litert_test_wer` and
 `litert_test_per` (stress removed), computed through the LiteRT interpreter.
+
+Besides the epoch lines and the summary, a run prints what it trains and
+where its outputs go before training, and a line before each export and
+before decoding the test words (`kerasrnn_pipelines.console.progress`).
 """
 
 from __future__ import annotations
@@ -64,8 +69,10 @@ import tensorflow as tf
 
 from kerasrnn import seq2seq
 from kerasrnn_pipelines import alignments, edit_distance, encoder_decoder
+from kerasrnn_pipelines.console import progress
 from kerasrnn_pipelines.data import cmudict as cmudict_data
 from kerasrnn_pipelines.data.batching import AUTOTUNE, bucketed_batches
+from kerasrnn_pipelines.options import CELLS
 from kerasrnn_pipelines.run_directory import TENSORBOARD
 
 if TYPE_CHECKING:
@@ -204,6 +211,42 @@ def pair_dataset(words, letters, phonemes, batch_size, shuffle, seed):
     ).prefetch(AUTOTUNE)
 
 
+# ------------------------------------------------------------------ console
+def model_description(config):
+    """What the run trains, in words: `an encoder-decoder of LSTM cells
+    (128 units, bidirectional encoder, Luong attention)`."""
+    details = [f"{config.units} units"]
+    if config.layers > 1:
+        details.append(f"{config.layers} encoder layers")
+    if config.bidirectional:
+        details.append("bidirectional encoder")
+    if config.attention == "none":
+        details.append("no attention")
+    else:
+        details.append(f"{config.attention.capitalize()} attention")
+    if config.input_feeding:
+        details.append("input feeding")
+    if config.right_to_left:
+        details.append(f"{config.right_to_left} more reading the target right to left")
+    members = (
+        "an encoder-decoder" if config.ensemble == 1 else f"{config.ensemble} encoder-decoders"
+    )
+    cell = CELLS[config.cell].removesuffix("Cell")
+    return f"{members} of {cell} cells ({', '.join(details)})"
+
+
+def start_lines(config, splits, directory):
+    """The lines a run starts with: the model, the words, the epochs and
+    where the outputs go (`directory`, the run directory)."""
+    return [
+        f"kerasrnn-train g2p: training {model_description(config)} for "
+        f"{config.epochs} epochs on {len(splits['train']):,} words "
+        f"({len(splits['validation']):,} for validation, "
+        f"{len(splits['test']):,} for the test)",
+        f"  outputs go to {directory}/",
+    ]
+
+
 # ----------------------------------------------------------------- decoding
 def predict(model, words, letters, phonemes, config, max_length):
     """Beam-search pronunciations (phoneme lists) of `words`."""
@@ -287,6 +330,8 @@ def litert_metrics(path, words, references, letters, phonemes):
 def run(config: G2PConfig, context: RunContext) -> dict[str, Any]:
     """Train, evaluate WER/PER on the test split, save and export."""
     splits = load_words(config)
+    for line in start_lines(config, splits, context.directory.path):
+        progress(line, context.is_chief)
     letters, phonemes = make_vocabularies(splits["train"])
     train = pair_dataset(
         splits["train"], letters, phonemes, config.batch_size, config.shuffle, config.seed
@@ -299,12 +344,14 @@ def run(config: G2PConfig, context: RunContext) -> dict[str, Any]:
     model = encoder_decoder.train(config, context, letters, phonemes, train, validation)
     context.save(model, export=False)
     if context.is_chief:
+        progress("exporting SavedModel (saved_model/)...")
         seq2seq.export_serving(
             model, context.write_dir / "saved_model", letters, phonemes,
             beam_width=config.beam_width, length_penalty=config.length_penalty,
             max_input_length=max(len(word) for word, _ in splits["train"]) * 2,
             max_output_length=max_length,
         )
+    progress("exporting model.tflite (LiteRT)...", context.is_chief)
     litert_path = encoder_decoder.export_litert(
         model,
         context,
@@ -313,11 +360,17 @@ def run(config: G2PConfig, context: RunContext) -> dict[str, Any]:
         config,
         max_source_length=max(len(word) for word, _ in splits["train"]),
         max_target_length=max_length,
-        buckets=litert_buckets(splits["train"], max_length),
+        # A --quick run's file holds serving_default only: each bucket is a
+        # graph of its own to trace and convert, most of the export's time.
+        buckets=[] if config.quick else litert_buckets(splits["train"], max_length),
     )
 
     test_words = [word for word, _ in splits["test"]]
     references = [prons for _, prons in splits["test"]]
+    progress(
+        f"decoding {len(test_words):,} test words with beam {config.beam_width}...",
+        context.is_chief,
+    )
     predictions = predict(model, test_words, letters, phonemes, config, max_length)
     wer, per = error_rates(predictions, references, stress=False)
     if context.is_chief and model.has_attention:

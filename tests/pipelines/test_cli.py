@@ -369,7 +369,7 @@ def test_precedence_defaults_then_preset_then_quick_then_typed():
     assert (full.beam_width, full.right_to_left) == (4, 1)
     assert G2PConfig().beam_width == 2
     both = cli.parse_config(["g2p", "--preset", "full", "--quick", "--epochs", "3"])
-    assert (both.units, both.epochs, both.cell_dropout) == (32, 3, 0.3)
+    assert (both.units, both.epochs, both.cell_dropout) == (128, 3, 0.3)
     assert both.beam_width == G2PConfig.QUICK["beam_width"] == 2
 
 
@@ -415,12 +415,13 @@ def test_fingerprint_holds_the_training_options_only():
                 "verbose", "beam_width", "length_penalty"}
     fields = {field.name for field in dataclasses.fields(config)}
     assert set(fingerprint) == fields - left_out
-    assert fingerprint["units"] == 32 and fingerprint["learning_rate"] == 3e-3
+    assert fingerprint["limit"] == 6000 and fingerprint["learning_rate"] == 1e-2
 
     # The same training, asked for differently, has the same fingerprint.
     spelled_out = cli.parse_config(
-        ["g2p", "--units", "32", "--embedding", "16", "--epochs", "2", "--batch-size",
-         "64", "--limit", "3000", "--beam-width", "1", "--overwrite"]
+        ["g2p", "--units", "128", "--embedding", "64", "--epochs", "8", "--batch-size",
+         "64", "--learning-rate", "0.01", "--limit", "6000", "--beam-width", "1",
+         "--overwrite"]
     )
     assert spelled_out.fingerprint() == fingerprint
     assert cli.parse_config(["g2p", "--quick", "--seed", "1"]).fingerprint() != fingerprint
