@@ -72,6 +72,7 @@ from kerasrnn_pipelines import alignments, edit_distance, encoder_decoder
 from kerasrnn_pipelines.console import progress
 from kerasrnn_pipelines.data import cmudict as cmudict_data
 from kerasrnn_pipelines.data.batching import AUTOTUNE, bucketed_batches
+from kerasrnn_pipelines.litert import litert_file_metrics
 from kerasrnn_pipelines.options import CELLS
 from kerasrnn_pipelines.run_directory import TENSORBOARD
 
@@ -310,11 +311,11 @@ def litert_buckets(train_words, max_length):
 
 
 def litert_metrics(path, words, references, letters, phonemes):
-    """`litert_bytes`, and the WER and PER (stress removed) of the
+    """`litert_bytes`, `litert_operators`, and the WER and PER (stress removed) of the
     `model.tflite` at `path` on `words`, through the LiteRT interpreter
     (`litert_test_wer`, `litert_test_per`; left out, with a note, where
     `ai_edge_litert` is not installed)."""
-    metrics = {"litert_bytes": path.stat().st_size}
+    metrics = litert_file_metrics(path)
     try:
         answers = encoder_decoder.litert_beam_search(path, [letters.encode(w) for w in words])
     except ImportError:

@@ -128,9 +128,18 @@ def test_no_stress_removes_the_digits_and_keeps_coinciding_variants_once():
 def test_no_stress_run_reports_the_scores_without_stress_only(tmp_path):
     out = tmp_path / "run"
     assert main(["g2p", "--quick", "--no-stress", "--epochs", "1", "--limit", "600",
-                 "--label-smoothing", "0.2", "--out", str(out)]) == 0
+                 "--label-smoothing", "0.2", "--cell-dropout", "0.3", "--out", str(out)]) == 0
     metrics = json.loads((out / "metrics.json").read_text())
     assert metrics["args"]["stress"] is False
+    # Trained with the cells' dropout, its model.tflite exports (dropout off
+    # at inference) and answers the test words as the model does.
+    assert metrics["args"]["cell_dropout"] == 0.3
+    assert metrics["litert_test_wer"] == metrics["test_wer"]
+    assert metrics["litert_test_per"] == metrics["test_per"]
+    from ai_edge_litert.interpreter import Interpreter
+
+    listed = Interpreter(str(out / "model.tflite"))._get_ops_details()
+    assert metrics["litert_operators"] == {"serving_default": len(listed)}
     # The model trained (and saved) with the loss the option asked for.
     assert keras.models.load_model(out / "model.keras").loss.label_smoothing == 0.2
     assert 0 <= metrics["test_per"] and "test_wer_stress" not in metrics
