@@ -20,6 +20,8 @@ would; each batch is answered once before timing. An untrained model's
 beams run to the maximum output length: the SavedModel's time is then an
 upper bound, while the LiteRT file, unrolled, always runs every step.
 
+Before any time, the operators of each file's signatures (`operator_rows`).
+
 Cells (`cell_rows`): `keras.Sequential([Bidirectional(RNN(cell)), Dense])`
 over 12 steps, batch 1, for each kerasrnn cell: `kerasrnn.export_litert`
 with the time loop unrolled, against the model's own call (`model(x)`) and
@@ -175,10 +177,32 @@ def litert_contenders(exported, client, quick):
     return contenders, sizes
 
 
+def operator_rows(name, exported):
+    """One row per (LiteRT file, signature): its interpreter operators in
+    all and the five most frequent kinds (`kerasrnn.count_litert_operators`).
+    At batch 1 a call's time is about the count times a fixed cost per
+    operator, so the count is read before any time."""
+    rows = []
+    for label, directory in exported.items():
+        for signature, kinds in kerasrnn.count_litert_operators(directory / "model.tflite").items():
+            rows.append(
+                {
+                    "model": name,
+                    "file": label,
+                    "signature": signature,
+                    "operators": sum(kinds.values()),
+                    "most_frequent": ", ".join(
+                        f"{kind} {count}" for kind, count in list(kinds.items())[:5]
+                    ),
+                }
+            )
+    return rows
+
+
 def g2p_rows(run, quick, calls):
     """One row per (contender, batch): words/s, p50/p99 ms per call, ms per
-    word, and the file size for LiteRT; plus `notes`, the rows left out and
-    why.
+    word, and the file size for LiteRT; the operators of each file's
+    signatures (`operator_rows`); and `notes`, the rows left out and why.
 
     Args:
         run: A g2p run directory, or None for the untrained default model.
@@ -194,6 +218,7 @@ def g2p_rows(run, quick, calls):
     notes = []
     with tempfile.TemporaryDirectory() as directory:
         exported = export_variants(directory, model, letters, phonemes, config, train_words, quick)
+        operators = operator_rows(name, exported)
         contenders, sizes = litert_contenders(exported, client, quick)
         if saved_model is None:
             saved_model = pathlib.Path(directory) / "saved_model"
@@ -235,7 +260,7 @@ def g2p_rows(run, quick, calls):
                         "file_mb": sizes[contender] / 1e6 if contender in sizes else "",
                     }
                 )
-    return rows, notes
+    return rows, operators, notes
 
 
 def per_call_seconds(contenders, chunks, calls, burst=BURST):
@@ -319,7 +344,13 @@ def cell_rows(quick, repeats):
 def print_tables(print_table, run, quick, repeats):
     """Measure and print the G2P and cell tables with `print_table(title,
     rows, columns)` (`python -m benchmarks`'s)."""
-    rows, notes = g2p_rows(run, quick=quick, calls=5 if quick else 200)
+    rows, operators, notes = g2p_rows(run, quick=quick, calls=5 if quick else 200)
+    print_table(
+        "LiteRT: G2P files, interpreter operators per signature (at batch 1 the time per call "
+        "is about their number times a fixed cost)",
+        operators,
+        ["model", "file", "signature", "operators", "most_frequent"],
+    )
     print_table(
         "LiteRT: G2P end to end, text in and out, one process (words/s, latency per "
         "call, file size)",

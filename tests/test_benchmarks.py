@@ -76,6 +76,15 @@ def test_quick_benchmark_prints_every_table():
     # LiteRT: G2P text in and out through the example client, beside the
     # SavedModel (and g2p-en, or a note saying why not), and one cell model.
     assert "LiteRT: G2P end to end" in out
+    # The quick file's one signature, its operators counted before any time.
+    operators = re.search(
+        r"^\| default g2p, untrained \| float32 \| serving_default \| (\d+) \| (.*) \|$",
+        out,
+        re.MULTILINE,
+    )
+    assert operators is not None, out[-3000:]
+    assert int(operators.group(1)) > 0
+    assert "FULLY_CONNECTED" in operators.group(2)
     for contender in ("LiteRT float32, 1 thread", "SavedModel (XLA)"):
         for batch in (1, 32):
             row = re.search(
