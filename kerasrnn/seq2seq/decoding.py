@@ -41,6 +41,10 @@ A model that reads the target right to left (`target_order=
 their α rows) reversed, so that they read left to right like any model's.
 An ensemble's right-to-left members rescore beam search's hypotheses (see
 `kerasrnn.seq2seq.ensemble`).
+
+Beam search's step, its placeholders and its final ranking are
+`kerasrnn.seq2seq.beam`'s, which the LiteRT export
+(`kerasrnn.seq2seq.litert`) runs unrolled: both give the same beam.
 """
 
 from __future__ import annotations
@@ -52,7 +56,8 @@ from typing import Any, NamedTuple
 import numpy as np
 import tensorflow as tf
 
-from kerasrnn.seq2seq.loss import FORBIDDEN_LOG_PROB, next_token_log_probs
+from kerasrnn.seq2seq.beam import LIVE, BeamState, beam_step, initial_beam, rank_beam
+from kerasrnn.seq2seq.loss import next_token_log_probs
 from kerasrnn.seq2seq.protocol import DecodableModel
 from kerasrnn.seq2seq.target_order import answers_left_to_right
 from kerasrnn.seq2seq.vocabulary import END_ID, PAD_ID, START_ID
@@ -465,11 +470,6 @@ def sample_decode(
     )
 
 
-def length_penalty_factor(lengths: TensorLike, alpha: float) -> TensorLike:
-    """GNMT length penalty lp(L) = ((5 + L) / 6)^α (Wu et al., 2016)."""
-    return tf.pow((5.0 + tf.cast(lengths, tf.float32)) / 6.0, alpha)
-
-
 @tf.function(reduce_retracing=True)
 def compiled_beam_search(
     model: DecodableModel,
@@ -479,30 +479,12 @@ def compiled_beam_search(
     alpha: float,
     return_alignments: bool,
 ) -> DecodeResult:
-    states, context = model.encode(source_ids)
+    """`beam_step` (`kerasrnn.seq2seq.beam`) in a `tf.while_loop`, which
+    reorders whole hypotheses at every step and stops once every one ended."""
+    state, context = initial_beam(model, source_ids, width, all_padding(source_ids))
     batch = tf.shape(source_ids)[0]
-
-    # (batch, …) -> (batch·B, …), each example's B rows side by side. The B
-    # hypotheses of an example attend to its one memory (keys, mask):
-    # copying it per beam would move B times the memory at every step.
-    states = [tf.repeat(state, width, axis=0) for state in states]
-    context = model.context_for_beams(context, width)
-    vocabulary_size = model.target_vocabulary_size
-    allowed = emittable(vocabulary_size)
-    # Only beam 0 holds a hypothesis at first, so the first step expands one
-    # hypothesis; the others are placeholders (empty, ended, at −1e9) for as
-    # long as fewer than B hypotheses exist.
-    placeholder = tf.tile((tf.range(width) > 0)[None], [batch, 1])
-    # An ended hypothesis has one continuation: padding, at no cost.
-    ended_row = tf.where(
-        tf.equal(tf.range(vocabulary_size), PAD_ID), 0.0, FORBIDDEN_LOG_PROB
-    )
-    hypotheses = {
-        "sequences": tf.zeros([batch, width, max_length], tf.int32),
-        "lengths": tf.zeros([batch, width], tf.int32),
-        "log_probs": tf.where(placeholder, FORBIDDEN_LOG_PROB, 0.0),
-        "placeholder": placeholder,
-    }
+    sequences = tf.zeros([batch, width, max_length], tf.int32)
+    alignments: dict[str, TensorLike] = {}
     if return_alignments:
         # Reordering every hypothesis's whole α history at every step would
         # move (batch, B, max_length, S) floats per step. Instead step t's α
@@ -510,115 +492,54 @@ def compiled_beam_search(
         # and `slots` (batch, B, max_length) — reordered like the sequences,
         # a few ints — records in which beam of step t each hypothesis's
         # ancestor was; one gather after the loop reads the histories.
-        hypotheses["slots"] = tf.zeros([batch, width, max_length], tf.int32)
-        hypotheses["history"] = tf.zeros(
+        alignments["slots"] = tf.zeros([batch, width, max_length], tf.int32)
+        alignments["history"] = tf.zeros(
             [max_length, batch, width, tf.shape(source_ids)[1]], tf.float32
         )
 
     def step(
         t: TensorLike,
-        previous: TensorLike,
-        states: list[TensorLike],
-        finished: TensorLike,
-        hypotheses: dict[str, TensorLike],
-    ) -> tuple[TensorLike, TensorLike, list[TensorLike], TensorLike, dict[str, TensorLike]]:
-        decoded = model.decode_step(
-            previous, states, context, queries_per_source=width
-        )
-        step_log_probs = tf.reshape(
-            next_token_log_probs(decoded.logits), [batch, width, vocabulary_size]
-        )
-        step_log_probs = tf.where(
-            finished[..., None], ended_row[None, None], step_log_probs
-        )
-        candidates = hypotheses["log_probs"][..., None] + step_log_probs
-        candidate_lengths = hypotheses["lengths"] + tf.cast(~finished, tf.int32)
-        scores = candidates / length_penalty_factor(
-            candidate_lengths, alpha
-        )[..., None]
-        _, best = tf.math.top_k(tf.reshape(scores, [batch, -1]), k=width)
-        parents = best // vocabulary_size
+        state: BeamState,
+        sequences: TensorLike,
+        alignments: dict[str, TensorLike],
+    ) -> tuple[TensorLike, BeamState, TensorLike, dict[str, TensorLike]]:
+        stepped = beam_step(model, state, context, alpha, return_alignments)
 
         def reorder(tensor: TensorLike) -> TensorLike:
-            return tf.gather(tensor, parents, batch_dims=1)
+            return tf.gather(tensor, stepped.parents, batch_dims=1)
 
-        was_finished = reorder(finished)
-        tokens = best % vocabulary_size
-        # When fewer than B hypotheses exist, top_k also returns candidates
-        # no decoder produces (at ≤ −1e9): a placeholder's continuation, pad
-        # or start after a live hypothesis, anything but padding after an
-        # ended one. They become placeholders, so that no answer holds pad
-        # or start, nor grows after its end.
-        placeholder = reorder(hypotheses["placeholder"]) | tf.where(
-            was_finished,
-            tf.not_equal(tokens, PAD_ID),
-            ~tf.gather(allowed, tokens),
-        )
-        tokens = tf.where(was_finished | placeholder, PAD_ID, tokens)
-        sequences = append_token(reorder(hypotheses["sequences"]), t, tokens)
-        updated = {
-            "sequences": tf.where(placeholder[..., None], PAD_ID, sequences),
-            "lengths": tf.where(placeholder, 0, reorder(candidate_lengths)),
-            "log_probs": tf.where(
-                placeholder,
-                FORBIDDEN_LOG_PROB,
-                tf.gather(tf.reshape(candidates, [batch, -1]), best, batch_dims=1),
-            ),
-            "placeholder": placeholder,
-        }
-        if return_alignments:
-            alignment = tf.reshape(decoded.alignment, [batch, width, -1])
-            alignment = tf.where(
-                (was_finished | placeholder)[..., None], 0.0, reorder(alignment)
-            )
-            updated["history"] = tf.tensor_scatter_nd_update(
-                hypotheses["history"], [[t]], alignment[None]
-            )
-            updated["slots"] = append_token(
-                reorder(hypotheses["slots"]), t,
-                tf.broadcast_to(tf.range(width), [batch, width]),
-            )
-        finished = was_finished | placeholder | tf.equal(tokens, END_ID)
-        rows = tf.reshape(parents + width * tf.range(batch)[:, None], [-1])
-        new_states = [tf.gather(state, rows) for state in decoded.states]
-        return t + 1, tf.reshape(tokens, [-1]), new_states, finished, updated
+        sequences = append_token(reorder(sequences), t, stepped.state.tokens[..., 0])
+        if stepped.alignment is not None:
+            alignments = {
+                "history": tf.tensor_scatter_nd_update(
+                    alignments["history"], [[t]], stepped.alignment[None]
+                ),
+                "slots": append_token(
+                    reorder(alignments["slots"]), t,
+                    tf.broadcast_to(tf.range(width), [batch, width]),
+                ),
+            }
+        return t + 1, stepped.state, sequences, alignments
 
-    # A source that is all padding starts ended: its answer is empty.
-    finished = all_padding(source_ids)[:, None] | placeholder
-    *_, hypotheses = tf.while_loop(
-        lambda t, previous, states, finished, *_: (t < max_length)
-        & ~tf.reduce_all(finished),
+    _, state, sequences, alignments = tf.while_loop(
+        lambda t, state, *_: (t < max_length)
+        & tf.reduce_any(tf.equal(state.status, LIVE)),
         keep_shapes(step),
-        (tf.constant(0), tf.fill([batch * width], START_ID), states, finished, hypotheses),
+        (tf.constant(0), state, sequences, alignments),
     )
-    # top_k ranked the last step by these very scores: best first already.
-    sequences, log_probs = hypotheses["sequences"], hypotheses["log_probs"]
-    placeholder = hypotheses["placeholder"]
-    scores = log_probs / length_penalty_factor(hypotheses["lengths"], alpha)
-    alignments = None
+    history = None
     if return_alignments:
         # Steps the loop did not run have zero α in every beam.
-        alignments = tf.gather(
-            hypotheses["history"], tf.transpose(hypotheses["slots"], [2, 0, 1]),
+        history = tf.gather(
+            alignments["history"], tf.transpose(alignments["slots"], [2, 0, 1]),
             batch_dims=2,
         )
-        alignments = tf.where(
-            placeholder[..., None, None], 0.0, tf.transpose(alignments, [1, 2, 0, 3])
-        )
-    scores = tf.where(
-        placeholder, FORBIDDEN_LOG_PROB, model.rescore(source_ids, sequences, scores)
+        history = tf.transpose(history, [1, 2, 0, 3])
+    sequences, log_probs, scores, history = rank_beam(
+        model, source_ids, sequences, state, history, alpha, unrolled=False
     )
-    # Rescoring may change the ranking; a stable sort leaves an unchanged one
-    # as it is. Placeholders (at −1e9) stay last.
-    order = tf.argsort(scores, axis=1, direction="DESCENDING", stable=True)
-    sequences, log_probs, scores = (
-        tf.gather(value, order, batch_dims=1)
-        for value in (sequences, log_probs, scores)
-    )
-    if return_alignments:
-        alignments = tf.gather(alignments, order, batch_dims=1)
-    sequences, alignments = read_left_to_right(model, sequences, alignments)
-    return DecodeResult(sequences, log_probs, scores, alignments)
+    sequences, history = read_left_to_right(model, sequences, history)
+    return DecodeResult(sequences, log_probs, scores, history)
 
 
 def beam_search_decode(

@@ -45,10 +45,15 @@ import keras
 import tensorflow as tf
 from keras import ops
 
+from kerasrnn.seq2seq.beam import repeat_rows, trailing_shape
 from kerasrnn.seq2seq.loss import next_token_log_probs
 from kerasrnn.seq2seq.model import Seq2Seq
 from kerasrnn.seq2seq.protocol import DecoderStep
-from kerasrnn.seq2seq.target_order import teacher_forcing_of
+from kerasrnn.seq2seq.target_order import (
+    in_target_order,
+    reversed_decoder_input,
+    teacher_forcing_of,
+)
 from kerasrnn.seq2seq.vocabulary import PAD_ID
 from kerasrnn.types import Config, ShapeLike, TensorLike
 from kerasrnn.validation import check_number
@@ -299,7 +304,12 @@ class Seq2SeqEnsemble(keras.Model):
         )
 
     def rescore(
-        self, source_ids: tf.Tensor, sequences: tf.Tensor, scores: tf.Tensor
+        self,
+        source_ids: tf.Tensor,
+        sequences: tf.Tensor,
+        scores: tf.Tensor,
+        *,
+        unrolled: bool = False,
     ) -> tf.Tensor:
         """The scores beam search ranks by: `scores` plus λ · log p_R2L(y |
         x) under the right-to-left members' mixture, when the ensemble has
@@ -308,40 +318,75 @@ class Seq2SeqEnsemble(keras.Model):
         Args:
             source_ids: `(batch, S)` int ids.
             sequences: `(batch, B, L)` int32 hypotheses of the decoding
-                (left-to-right) members, `<end>` included, then padding.
+                (left-to-right) members, `<end>` included, then padding; L
+                static with `unrolled`.
             scores: `(batch, B)` float32, what the beam found.
+            unrolled: Step each rescorer through the L positions in a
+                Python loop instead of its call (see
+                `_rescorer_log_probs`), for a graph without loop ops.
 
         Returns:
             `(batch, B)` float32.
         """
         if self.rescoring_weight is None:
             return scores
-        width, length = ops.shape(sequences)[1], ops.shape(sequences)[2]
+        width, length = trailing_shape(sequences)
         rescored = self._rescorer_log_probs(
-            ops.repeat(source_ids, width, axis=0),
-            ops.reshape(sequences, (-1, length)),
+            repeat_rows(tf.cast(source_ids, tf.int32), width),
+            tf.reshape(sequences, [-1, length]),
+            unrolled,
         )
-        return scores + self.rescoring_weight * ops.reshape(rescored, ops.shape(scores))
+        return scores + self.rescoring_weight * tf.reshape(rescored, [-1, width])
 
-    def _rescorer_log_probs(self, source_ids: TensorLike, sequences: TensorLike) -> TensorLike:
+    def _rescorer_log_probs(
+        self, source_ids: TensorLike, sequences: TensorLike, unrolled: bool
+    ) -> TensorLike:
         """log p_R2L(y | x) of decoded answers under the rescorers' mixture.
 
+        Each rescorer is teacher-forced through the answer: through its call,
+        or with `unrolled` through `decode_step` in a Python loop over the
+        answer's positions, the same equations one step at a time. The call
+        of a rescorer whose attention feeds its cell is a `WHILE` loop over
+        tensor lists, which LiteRT's builtins hold only at a fixed batch.
+
         Args:
-            source_ids: `(batch, S)` int ids.
-            sequences: `(batch, T)` answers [y_1 … y_L, <end>, 0 …].
+            source_ids: `(batch, S)` int32 ids.
+            sequences: `(batch, T)` answers [y_1 … y_L, <end>, 0 …] (or L =
+                T tokens and no `<end>`).
+            unrolled: Whether to step in a Python loop (T must be static).
 
         Returns:
             `(batch,)` float32: Σ_t log (1/M) Σ_m p_m(y_t | y_{>t}, x), the
-            `<end>` factor included, over the M rescorers.
+            `<end>` factor included (none for an answer cut at T tokens),
+            over the M rescorers.
         """
         decoder_input, targets = teacher_forcing_of(sequences)
-        inputs = {"source": source_ids, "decoder_input": decoder_input}
-        log_probs = ops.stack(
-            [next_token_log_probs(member(inputs)) for member in self.rescorers()]
+        member_log_probs = []
+        for member in self.rescorers():
+            if unrolled:
+                logits = self._stepped_logits(member, source_ids, decoder_input)
+            else:
+                logits = member({"source": source_ids, "decoder_input": decoder_input})
+            member_log_probs.append(next_token_log_probs(logits))
+        mixed = tf.reduce_logsumexp(tf.stack(member_log_probs), axis=0) - math.log(
+            len(member_log_probs)
         )
-        mixed = ops.logsumexp(log_probs, axis=0) - math.log(len(self.rescorers()))
-        picked = ops.take_along_axis(mixed, targets[..., None], axis=-1)[..., 0]
-        return ops.sum(ops.where(targets != PAD_ID, picked, 0.0), axis=-1)
+        picked = tf.gather(mixed, targets, batch_dims=2)
+        return tf.reduce_sum(tf.where(targets != PAD_ID, picked, 0.0), axis=-1)
+
+    @staticmethod
+    def _stepped_logits(
+        rescorer: Seq2Seq, source_ids: TensorLike, decoder_input: TensorLike
+    ) -> TensorLike:
+        """`rescorer`'s teacher-forced `(batch, T, V)` logits, its
+        `decode_step` run over the reversed decoder input in a Python loop."""
+        states, context = rescorer.encode(source_ids)
+        logits = []
+        for tokens in tf.unstack(reversed_decoder_input(decoder_input), axis=1):
+            decoded = rescorer.decode_step(tokens, states, context)
+            logits.append(decoded.logits)
+            states = decoded.states
+        return in_target_order(tf.stack(logits, axis=1), decoder_input)
 
     # --------------------------------------------------------------- config
     def get_config(self) -> Config:

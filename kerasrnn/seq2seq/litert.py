@@ -64,19 +64,24 @@ no tensor list. An unrolled loop cannot stop early: every call runs all
 answer is the one `beam_search_decode` stops at). Every reshape keeps the
 batch as −1, so resizing the input resizes the whole graph.
 
-The beam search is `beam_search_decode`'s (`kerasrnn.seq2seq.decoding`),
-step for step: the same candidates, ranking, top-k and reordering of the
-decoder states, and the same right-to-left rescoring (computed step by
-step, see `right_to_left_log_probs`). Only its bookkeeping differs: instead
-of reordering every hypothesis's tokens and α at every step, each step
-keeps its tokens, α and parent pointers, and one walk back from the last
-step reads the hypotheses.
+The beam search is `beam_search_decode`'s, the same code
+(`kerasrnn.seq2seq.beam`): `initial_beam`, then `beam_step` — candidates,
+scores with the length penalty, top-k, the placeholders that fill a beam
+wider than the hypotheses that exist, and the decoder states (with α)
+reordered by one gather of the states packed side by side — then
+`rank_beam`, which asks the model to `rescore` (an ensemble's right-to-left
+members; `unrolled=True` steps them in a Python loop too) and ranks.
+`beam_search_decode` drives the step with a `tf.while_loop`, this module
+(`unrolled_beam_search`) with the Python loop, and only their bookkeeping
+differs: instead of reordering every hypothesis's tokens and α at every
+step, each step's tokens, α and parent pointers are kept as they are, and
+one walk back from the last step reads the whole beam, of which the file
+returns the best.
 """
 
 from __future__ import annotations
 
 import json
-import math
 import os
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -91,24 +96,17 @@ from kerasrnn.litert import (
     convert_concrete_functions,
     write_atomically,
 )
+from kerasrnn.seq2seq.beam import beam_step, initial_beam, rank_beam
 from kerasrnn.seq2seq.decoding import (
+    DecodeResult,
     all_padding,
     check_decodable,
     check_length_penalty,
     check_max_length,
-    length_penalty_factor,
     read_left_to_right,
 )
-from kerasrnn.seq2seq.ensemble import Seq2SeqEnsemble
-from kerasrnn.seq2seq.loss import FORBIDDEN_LOG_PROB, next_token_log_probs
-from kerasrnn.seq2seq.model import Seq2Seq
 from kerasrnn.seq2seq.protocol import DecodableModel
 from kerasrnn.seq2seq.serving import SPLITS
-from kerasrnn.seq2seq.target_order import (
-    in_target_order,
-    reversed_decoder_input,
-    teacher_forcing_of,
-)
 from kerasrnn.seq2seq.vocabulary import (
     END_ID,
     PAD_ID,
@@ -311,182 +309,81 @@ def check_buckets(
 def beam_search_graph(
     model: DecodableModel, width: int, max_length: int, alpha: float, with_alignments: bool
 ) -> Callable[[TensorLike], dict[str, TensorLike]]:
-    """`source_ids -> decode_best(model, source_ids, ...)`, the function one
-    signature traces."""
+    """The function one signature traces: `source_ids` `(batch, S)` int32,
+    right-padded with `PAD_ID` (ids outside the source vocabulary read as
+    `UNKNOWN_ID`) -> the best hypothesis of `unrolled_beam_search` with B =
+    `width`, T = `max_length` and α = `alpha`, as a dict: `target_ids`
+    `(batch, T)` int32, `scores` `(batch,)` float32 and, with
+    `with_alignments`, `alignments` `(batch, T, S)` float32."""
 
     def serve(source_ids: TensorLike) -> dict[str, TensorLike]:
-        return decode_best(model, source_ids, width, max_length, alpha, with_alignments)
+        source_ids = tf.where(
+            (source_ids >= 0) & (source_ids < model.source_vocabulary_size),
+            source_ids,
+            UNKNOWN_ID,
+        )
+        beam = unrolled_beam_search(
+            model, source_ids, width, max_length, alpha, with_alignments
+        )
+        best = {"target_ids": beam.sequences[:, 0], "scores": beam.scores[:, 0]}
+        if beam.alignments is not None:
+            best["alignments"] = beam.alignments[:, 0]
+        return best
 
     return serve
 
 
-def repeat_rows(tensor: TensorLike, width: int) -> TensorLike:
-    """`(batch, …)` -> `(batch·width, …)`, each row `width` times in a row,
-    with the batch left free (−1) in every shape."""
-    rank = tensor.shape.rank
-    tiled = tf.tile(tensor[:, None], [1, width] + [1] * (rank - 1))
-    return tf.reshape(tiled, [-1, *tensor.shape[1:]])
-
-
-def reorder_rows(tensor: TensorLike, parents: TensorLike) -> TensorLike:
-    """`(batch·B, …)` rows -> the rows of `parents` `(batch, B)`, per example."""
-    width = parents.shape[-1]
-    grouped = tf.reshape(tensor, [-1, width, *tensor.shape[1:]])
-    return tf.reshape(tf.gather(grouped, parents, batch_dims=1), [-1, *tensor.shape[1:]])
-
-
-def decode_best(
+def unrolled_beam_search(
     model: DecodableModel,
     source_ids: TensorLike,
     width: int,
     max_length: int,
     alpha: float,
     with_alignments: bool,
-) -> dict[str, TensorLike]:
-    """Beam search unrolled over `max_length` steps; the best hypothesis.
+) -> DecodeResult:
+    """`beam_step` (`kerasrnn.seq2seq.beam`) in a Python loop of
+    `max_length` steps: the whole beam, as `beam_search_decode` returns it.
+
+    Each step's tokens, parent pointers and α are kept as they are; one walk
+    back from the last step reads every hypothesis's. That takes fewer
+    operators than reordering whole hypotheses at every step.
 
     Args:
-        model: A `Seq2Seq` or `Seq2SeqEnsemble`.
-        source_ids: `(batch, S)` int32 ids, right-padded with `PAD_ID`; ids
-            outside the source vocabulary read as `UNKNOWN_ID`.
+        model: A `DecodableModel`.
+        source_ids: `(batch, S)` int32 ids in the source vocabulary.
         width: B.
         max_length: T, the steps unrolled.
         alpha: The length penalty α.
         with_alignments: Whether to return α (attention models).
 
     Returns:
-        A dict: `target_ids` `(batch, T)` int32, `scores` `(batch,)`
-        float32 and, with `with_alignments`, `alignments` `(batch, T, S)`
-        float32; as `beam_search_decode`'s best (first) hypothesis.
+        A `DecodeResult`, best first: sequences `(batch, B, T)` int32,
+        log_probs and scores `(batch, B)` float32, and alignments `(batch,
+        B, T, S)` with `with_alignments` (else None).
     """
-    source_ids = tf.where(
-        (source_ids >= 0) & (source_ids < model.source_vocabulary_size),
-        source_ids,
-        UNKNOWN_ID,
-    )
-    vocabulary_size = model.target_vocabulary_size
-    states, context = model.encode(source_ids)
-    states = [repeat_rows(state, width) for state in states]
-    context = model.context_for_beams(context, width)
-    # (batch, B) shapes are built from the input, not from tf.shape: a
-    # computed shape would make LiteRT allocate tensors at every call.
-    zeros = tf.zeros_like(tf.cast(source_ids[:, :1], tf.float32))
-    # Only beam 0 is alive at first, so the first step expands one hypothesis.
-    log_probs = zeros + tf.constant([[0.0] + [FORBIDDEN_LOG_PROB] * (width - 1)])
-    lengths = tf.zeros_like(log_probs, tf.int32)
-    # An ended hypothesis has one continuation: padding, at no cost.
-    ended_row = tf.constant(
-        [0.0 if token == PAD_ID else FORBIDDEN_LOG_PROB for token in range(vocabulary_size)]
-    )
-    # A source that is all padding starts ended: its answer is empty.
-    finished = tf.logical_and(all_padding(source_ids)[:, None], tf.fill([1, width], True))
-    previous = tf.reshape(lengths + START_ID, [-1])
+    state, context = initial_beam(model, source_ids, width, all_padding(source_ids))
     steps = []
     for _ in range(max_length):
-        decoded = model.decode_step(previous, states, context, queries_per_source=width)
-        step_log_probs = tf.reshape(
-            next_token_log_probs(decoded.logits), [-1, width, vocabulary_size]
-        )
-        step_log_probs = tf.where(finished[..., None], ended_row, step_log_probs)
-        candidates = log_probs[..., None] + step_log_probs
-        candidate_lengths = lengths + tf.cast(~finished, tf.int32)
-        ranked = candidates
-        # ((5 + L) / 6)^0 is exactly 1: with α = 0 the division changes nothing.
-        if alpha:
-            ranked = candidates / length_penalty_factor(candidate_lengths, alpha)[..., None]
-        candidates = tf.reshape(candidates, [-1, width * vocabulary_size])
-        _, best = tf.math.top_k(tf.reshape(ranked, [-1, width * vocabulary_size]), k=width)
-        parents = best // vocabulary_size
-        was_finished = tf.gather(finished, parents, batch_dims=1)
-        # When fewer than B candidates are possible, top_k also returns
-        # forbidden continuations of ended hypotheses: they stay padding.
-        tokens = tf.where(was_finished, PAD_ID, best % vocabulary_size)
-        lengths = tf.gather(candidate_lengths, parents, batch_dims=1)
-        log_probs = tf.gather(candidates, best, batch_dims=1)
-        alignment = None
+        stepped = beam_step(model, state, context, alpha, with_alignments)
+        steps.append(stepped)
+        state = stepped.state
+    # Walk back from each of the B final hypotheses; at the last step each
+    # is its own beam.
+    last = steps[-1]
+    tokens_by_step = [last.state.tokens]
+    alignments_by_step = [last.alignment]
+    beam = last.parents
+    for stepped in reversed(steps[:-1]):
+        tokens_by_step.append(tf.gather(stepped.state.tokens, beam, batch_dims=1))
         if with_alignments:
-            alignment = tf.reshape(decoded.alignment, [-1, width, source_ids.shape[1]])
-            alignment = tf.where(
-                was_finished[..., None],
-                0.0,
-                tf.gather(alignment, parents, batch_dims=1),
-            )
-        steps.append((tokens, parents, alignment))
-        finished = was_finished | tf.equal(tokens, END_ID)
-        states = [reorder_rows(state, parents) for state in decoded.states]
-        previous = tf.reshape(tokens, [-1])
-
-    scores = log_probs
-    if alpha:
-        scores = log_probs / length_penalty_factor(lengths, alpha)
-    # Walk back from each of the B final hypotheses to read its tokens.
-    beam = tf.cast(zeros, tf.int32) + tf.range(width)[None]
-    tokens_by_step, alignments_by_step = [], []
-    for tokens, parents, alignment in reversed(steps):
-        tokens_by_step.append(tf.gather(tokens, beam, batch_dims=1))
-        if with_alignments:
-            alignments_by_step.append(tf.gather(alignment, beam, batch_dims=1))
-        beam = tf.gather(parents, beam, batch_dims=1)
-    sequences = tf.stack(tokens_by_step[::-1], axis=2)
-    if isinstance(model, Seq2SeqEnsemble) and model.rescorers():
-        rescored = right_to_left_log_probs(
-            model.rescorers(),
-            repeat_rows(source_ids, width),
-            tf.reshape(sequences, [-1, max_length]),
-        )
-        scores += model.rescoring_weight * tf.reshape(rescored, [-1, width])
-    # top_k ranked the beams best first; rescoring may change the order.
-    # argmax takes the first of equal scores, as a stable sort would.
-    best = tf.argmax(scores, axis=1, output_type=tf.int32)[:, None]
-    sequences = tf.gather(sequences, best, batch_dims=1)[:, 0]
-    result = {
-        "target_ids": sequences,
-        "scores": tf.gather(scores, best, batch_dims=1)[:, 0],
-    }
+            alignments_by_step.append(tf.gather(stepped.alignment, beam, batch_dims=1))
+        beam = tf.gather(stepped.parents, beam, batch_dims=1)
+    sequences = tf.concat(tokens_by_step[::-1], axis=2)
     alignments = None
     if with_alignments:
-        alignments = tf.gather(tf.stack(alignments_by_step[::-1], axis=2), best, batch_dims=1)[:, 0]
+        alignments = tf.stack(alignments_by_step[::-1], axis=2)
+    sequences, log_probs, scores, alignments = rank_beam(
+        model, source_ids, sequences, state, alignments, alpha, unrolled=True
+    )
     sequences, alignments = read_left_to_right(model, sequences, alignments)
-    result["target_ids"] = sequences
-    if with_alignments:
-        result["alignments"] = alignments
-    return result
-
-
-def right_to_left_log_probs(
-    rescorers: Sequence[Seq2Seq], source_ids: TensorLike, sequences: TensorLike
-) -> TensorLike:
-    """log p_R2L(y | x) of decoded answers under the rescorers' mixture, what
-    `Seq2SeqEnsemble.rescore` adds (times λ) to beam search's scores.
-
-    `rescore` teacher-forces each rescorer through its call, which for a
-    rescorer whose attention feeds its cell is a `WHILE` loop over tensor
-    lists: LiteRT's builtins hold those only at a fixed batch. Here each
-    rescorer steps `decode_step` over the reversed answer in a Python loop
-    instead, the same equations one step at a time.
-
-    Args:
-        rescorers: The ensemble's right-to-left `Seq2Seq` members.
-        source_ids: `(batch, S)` int32 ids.
-        sequences: `(batch, T)` answers [y_1 … y_L, <end>, 0 …] (or L = T
-            tokens and no `<end>`).
-
-    Returns:
-        `(batch,)` float32: Σ_t log (1/M) Σ_m p_m(y_t | y_{>t}, x), the
-        `<end>` factor included (none for an answer cut at T tokens).
-    """
-    decoder_input, targets = teacher_forcing_of(sequences)
-    read = tf.unstack(reversed_decoder_input(decoder_input), axis=1)
-    member_log_probs = []
-    for member in rescorers:
-        states, context = member.encode(source_ids)
-        logits = []
-        for tokens in read:
-            decoded = member.decode_step(tokens, states, context)
-            logits.append(decoded.logits)
-            states = decoded.states
-        logits = in_target_order(tf.stack(logits, axis=1), decoder_input)
-        member_log_probs.append(next_token_log_probs(logits))
-    mixed = tf.reduce_logsumexp(tf.stack(member_log_probs), axis=0) - math.log(len(rescorers))
-    picked = tf.gather(mixed, targets, batch_dims=2)
-    return tf.reduce_sum(tf.where(targets != PAD_ID, picked, 0.0), axis=-1)
+    return DecodeResult(sequences, log_probs, scores, alignments)

@@ -445,7 +445,12 @@ class Seq2Seq(keras.Model):
         return {**context, "context": ops.repeat(context["context"], width, axis=0)}
 
     def rescore(
-        self, source_ids: tf.Tensor, sequences: tf.Tensor, scores: tf.Tensor
+        self,
+        source_ids: tf.Tensor,
+        sequences: tf.Tensor,
+        scores: tf.Tensor,
+        *,
+        unrolled: bool = False,
     ) -> tf.Tensor:
         """`scores` unchanged: one model has nothing to add to the scores
         beam search found (see `DecodableModel.rescore`).
@@ -454,6 +459,8 @@ class Seq2Seq(keras.Model):
             source_ids: `(batch, S)` int ids.
             sequences: `(batch, B, L)` int32 hypotheses.
             scores: `(batch, B)` float32.
+            unrolled: Whether the graph must hold no loop op; nothing to
+                unroll here.
 
         Returns:
             `scores`.

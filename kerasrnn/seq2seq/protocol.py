@@ -103,9 +103,15 @@ class DecodableModel(Protocol):
         ...
 
     def rescore(
-        self, source_ids: tf.Tensor, sequences: tf.Tensor, scores: tf.Tensor
+        self,
+        source_ids: tf.Tensor,
+        sequences: tf.Tensor,
+        scores: tf.Tensor,
+        *,
+        unrolled: bool = False,
     ) -> tf.Tensor:
-        """The scores beam search ranks its final hypotheses by.
+        """The scores beam search ranks its final hypotheses by, in both of
+        its drivers (`kerasrnn.seq2seq.beam.rank_beam`).
 
         Args:
             source_ids: `(batch, S)` int ids.
@@ -113,6 +119,9 @@ class DecodableModel(Protocol):
                 (`<end>` included, then padding).
             scores: `(batch, B)` float32: their log-probabilities divided by
                 the length penalty.
+            unrolled: True when the graph must hold no loop op (the LiteRT
+                export: its beam search is unrolled, L is static and the
+                batch −1 in every shape); beam search passes it only then.
 
         Returns:
             `(batch, B)` float32: `scores` for one model; an ensemble with

@@ -3,6 +3,7 @@ neither TensorFlow nor kerasrnn: its answers against `beam_search_decode`
 on small trained models, its contract read back from the file, and the
 arguments it refuses."""
 
+import functools
 import json
 
 import keras
@@ -12,7 +13,7 @@ import tensorflow as tf
 
 import kerasrnn
 from kerasrnn import seq2seq
-from kerasrnn.seq2seq.litert import decode_best
+from kerasrnn.seq2seq.litert import unrolled_beam_search
 from tests.isolated import PROJECT, last_json, run_without
 
 LETTERS = list("abcdef")
@@ -95,7 +96,9 @@ def member(attention, cell=kerasrnn.LSTMCell, **options):
 #: name -> (model, export options). Between them: both attentions, Luong
 #: with input feeding, a length penalty, a model without attention that
 #: reads right to left, an ensemble rescored by a right-to-left member, a
-#: source bucket and a quantized file.
+#: source bucket and a quantized file; the ensemble's members carry input
+#: and recurrent dropout (inactive in the file, as in the decoders), one
+#: of them over two encoder layers.
 def models():
     keras.utils.set_random_seed(3)
     return {
@@ -118,8 +121,18 @@ def models():
             trained(
                 seq2seq.Seq2SeqEnsemble(
                     [
-                        member("luong", bidirectional=True, input_feeding=False),
-                        member("bahdanau", target_order="right_to_left"),
+                        member(
+                            "luong",
+                            functools.partial(kerasrnn.LSTMCell, dropout=0.3, seed=5),
+                            bidirectional=True,
+                            input_feeding=False,
+                        ),
+                        member(
+                            "bahdanau",
+                            functools.partial(kerasrnn.GRUCell, recurrent_dropout=0.3, seed=6),
+                            target_order="right_to_left",
+                            encoder_layers=2,
+                        ),
                     ],
                     rescoring_weight=0.5,
                 ),
@@ -372,26 +385,80 @@ def test_bad_models_paths_and_vocabularies_are_refused(small, tmp_path):
     assert [p.name for p in tmp_path.iterdir()] == ["vocabulary.json"]
 
 
+def tiny(attention=None, cell=kerasrnn.LSTMCell, **options):
+    """An untrained model whose hypotheses are close: the drivers must rank
+    near ties alike."""
+    return seq2seq.Seq2Seq(
+        10, 7, cell(6, bias_initializer="random_normal"), embedding_dim=4,
+        attention=attention, **options,
+    )
+
+
+#: name -> a model of each configuration the exports take.
+UNROLLED_MODELS = {
+    "plain": lambda: tiny(),
+    "bahdanau_bidirectional": lambda: tiny("bahdanau", bidirectional=True),
+    "luong_input_feeding": lambda: tiny("luong", kerasrnn.GRUCell, input_feeding=True),
+    "luong_without_input_feeding": lambda: tiny("luong", input_feeding=False, context="both"),
+    "right_to_left": lambda: tiny(None, bidirectional=True, target_order="right_to_left"),
+    "ensemble": lambda: seq2seq.Seq2SeqEnsemble(
+        [tiny("luong"), tiny("bahdanau", kerasrnn.GRUCell)]
+    ),
+    "ensemble_rescored": lambda: seq2seq.Seq2SeqEnsemble(
+        [
+            tiny("luong", bidirectional=True, input_feeding=False),
+            tiny("luong", target_order="right_to_left", input_feeding=True),
+        ],
+        rescoring_weight=0.5,
+    ),
+}
+
+#: Sources padded at the end, at the front, between tokens, not at all, and
+#: all padding.
+PADDED_SOURCES = np.array(
+    [
+        [4, 5, 6, 7, 8, 9],
+        [5, 6, 0, 0, 0, 0],
+        [0, 0, 0, 7, 8, 4],
+        [9, 0, 5, 0, 6, 0],
+        [0, 0, 0, 0, 0, 0],
+        [4, 4, 4, 0, 0, 0],
+    ],
+    np.int32,
+)
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("attention", ["luong", None])
-def test_unrolled_beam_search_at_every_width_up_to_the_vocabulary(attention):
-    """The file's beam search, traced in TensorFlow (no conversion), against
-    `beam_search_decode` where fewer candidates than beams can exist (width
-    above the 5 emittable tokens), with and without a length penalty, on an
-    untrained model whose hypotheses are close."""
-    keras.utils.set_random_seed(0)
-    model = seq2seq.Seq2Seq(10, 7, kerasrnn.LSTMCell(8), embedding_dim=4, attention=attention)
-    sources = np.random.default_rng(0).integers(4, 10, (6, 5)).astype(np.int32)
-    sources[0], sources[1, 2:] = 0, 0
-    for width in (1, 4, 6, 7):
-        for alpha in (0.0, 1.0):
-            result = seq2seq.beam_search_decode(
-                model, sources, width, 6, alpha, return_alignments=attention is not None
-            )
-            served = tf.function(
-                lambda ids, width=width, alpha=alpha: decode_best(
-                    model, ids, width, 6, alpha, attention is not None
-                )
-            )(tf.constant(sources))
-            np.testing.assert_array_equal(served["target_ids"], result.sequences[:, 0])
-            np.testing.assert_allclose(served["scores"], result.scores[:, 0], atol=1e-5)
+@pytest.mark.parametrize("name", UNROLLED_MODELS)
+def test_unrolled_beam_search_holds_every_hypothesis_of_beam_search_decode(name):
+    """The file's beam search, traced in TensorFlow (no conversion) at a
+    free batch size as the export traces it, against `beam_search_decode`:
+    every hypothesis of the beam with its log-probability, score and α.
+    Width 7 is wider than the 5 emittable tokens allow in one step, so
+    placeholders fill the beam; α = 1 and 2 rank by the length penalty."""
+    keras.utils.set_random_seed(5)
+    model = UNROLLED_MODELS[name]()
+    with_alignments = model.has_attention
+    spec = tf.TensorSpec([None, PADDED_SOURCES.shape[1]], tf.int32)
+    for width, alpha, steps in [(1, 0.0, 5), (3, 1.0, 5), (7, 0.0, 1), (7, 2.0, 5)]:
+        expected = seq2seq.beam_search_decode(
+            model, PADDED_SOURCES, width, steps, alpha, return_alignments=with_alignments
+        )
+        unrolled = tf.function(
+            lambda ids, width=width, alpha=alpha, steps=steps: unrolled_beam_search(
+                model, ids, width, steps, alpha, with_alignments
+            ),
+            input_signature=[spec],
+        )(PADDED_SOURCES)
+        np.testing.assert_array_equal(unrolled.sequences, expected.sequences)
+        np.testing.assert_allclose(unrolled.log_probs, expected.log_probs, atol=1e-6)
+        np.testing.assert_allclose(unrolled.scores, expected.scores, atol=1e-6)
+        if with_alignments:
+            np.testing.assert_allclose(unrolled.alignments, expected.alignments, atol=1e-6)
+        else:
+            assert unrolled.alignments is None
+        if steps == 1:
+            # One step: five hypotheses exist, two placeholders fill the
+            # beam; the all-padding source has its empty answer first.
+            assert (expected.log_probs.numpy()[0] == -1e9).sum() == 2
+            assert expected.scores[4, 0] == 0.0

@@ -155,6 +155,61 @@ def test_right_to_left_members_rescore_the_left_to_right_beam():
         np.testing.assert_allclose(greedy.log_probs[row], total, rtol=1e-4)
 
 
+def while_loops(function, *specs):
+    """The number of `tf.while_loop`s in the graph of `function` traced at
+    `specs`."""
+    graph = tf.function(function, input_signature=list(specs)).get_concrete_function().graph
+    return sum(op.type in ("While", "StatelessWhile") for op in graph.get_operations())
+
+
+@pytest.mark.slow
+def test_unrolled_rescoring_steps_the_rescorer_without_a_loop():
+    """`rescore(..., unrolled=True)`, what the LiteRT export's beam search
+    calls: the NumPy rescorer's log-probability, as the teacher-forced call
+    gives it, with no loop beyond the rescorer's encoder (which the export
+    unrolls on its own) although the rescorer's attention feeds its cell."""
+    rescorer = right_to_left_model()
+    assert rescorer.input_feeding
+    weight = 0.5
+    ensemble = seq2seq.Seq2SeqEnsemble([*make_members(), rescorer], rescoring_weight=weight)
+    # Ended hypotheses, an empty one, and ones cut at L = 4 tokens.
+    sequences = np.array(
+        [
+            [[5, 4, 2, 0], [3, 4, 5, 6]],
+            [[6, 2, 0, 0], [2, 0, 0, 0]],
+            [[4, 4, 4, 2], [3, 3, 3, 3]],
+            [[3, 3, 2, 0], [6, 5, 4, 3]],
+        ],
+        np.int32,
+    )
+    scores = np.array([[-1.0, -2.5], [-0.5, -3.0], [-2.0, -2.0], [-4.0, -1.5]], np.float32)
+    specs = (
+        tf.TensorSpec([None, SOURCE.shape[1]], tf.int32),
+        tf.TensorSpec([None, 2, 4], tf.int32),
+        tf.TensorSpec([None, 2], tf.float32),
+    )
+
+    def unrolled(source, hypotheses, found):
+        return ensemble.rescore(source, hypotheses, found, unrolled=True)
+
+    rescored = tf.function(unrolled, input_signature=list(specs))(SOURCE, sequences, scores)
+    numpy_rescorer = NumpyAttentionSeq2Seq(rescorer)
+    for row in range(len(SOURCE)):
+        for beam in range(2):
+            emitted = trimmed(sequences[row, beam])
+            tokens = [t for t in emitted if t != END]
+            backwards = numpy_rescorer.sequence_log_prob(
+                SOURCE[row], tokens[::-1] + emitted[len(tokens):]
+            )
+            np.testing.assert_allclose(
+                rescored[row, beam], scores[row, beam] + weight * backwards, rtol=1e-4
+            )
+    np.testing.assert_allclose(rescored, ensemble.rescore(SOURCE, sequences, scores), rtol=1e-5)
+    encoder_loops = while_loops(lambda source: rescorer.encode(source)[0], specs[0])
+    assert while_loops(unrolled, *specs) == encoder_loops
+    assert while_loops(lambda *inputs: ensemble.rescore(*inputs), *specs) > encoder_loops
+
+
 @pytest.mark.slow
 def test_rescored_ensemble_round_trips_and_serves_without_kerasrnn(tmp_path):
     ensemble = seq2seq.Seq2SeqEnsemble(
