@@ -178,15 +178,7 @@ class StringSeq2Seq(tf.Module):
             input_signature=[tf.TensorSpec([None, None], tf.int32)],
             jit_compile=True,
         )
-        self.source_table = tf.lookup.StaticHashTable(
-            tf.lookup.KeyValueTensorInitializer(
-                tf.constant(source_vocabulary.tokens, tf.string),
-                tf.constant(
-                    source_vocabulary.encode(source_vocabulary.tokens), tf.int32
-                ),
-            ),
-            default_value=-1,
-        )
+        self.source_table = source_lookup_table(source_vocabulary)
         # The answer is joined from pieces without a ragged pass: piece 0 is
         # "" (padding, <start>, <end>), piece 1 + id the token of that id,
         # piece 1 + V + id the separator and the token (every token but the
@@ -313,6 +305,34 @@ class StringSeq2Seq(tf.Module):
                 input_lengths=tf.reduce_sum(tf.cast(source != PAD_ID, tf.int32), axis=1),
             )
         return decoded
+
+
+def source_lookup_table(vocabulary: Vocabulary) -> tf.lookup.StaticHashTable:
+    """A table from each token of `vocabulary` to its id (-1 for others),
+    made without leaving anything behind in TensorFlow's global graph.
+
+    TensorFlow initialises a table made eagerly at once, and adds the
+    initialising op to the global graph's `table_initializer` collection
+    even then, when there is no op: it adds `None`. Every graph traced
+    later starts with that collection, and exporting one as a meta graph
+    (as freezing variables does, for a LiteRT export in the same process)
+    warns that it cannot serialize the `None`. Nothing reads the entry (a
+    SavedModel restores the table from the tracked object), so it is taken
+    out again.
+    """
+    initializers = tf.compat.v1.get_collection_ref(
+        tf.compat.v1.GraphKeys.TABLE_INITIALIZERS
+    )
+    before = len(initializers)
+    table = tf.lookup.StaticHashTable(
+        tf.lookup.KeyValueTensorInitializer(
+            tf.constant(vocabulary.tokens, tf.string),
+            tf.constant(vocabulary.encode(vocabulary.tokens), tf.int32),
+        ),
+        default_value=-1,
+    )
+    initializers[before:] = [op for op in initializers[before:] if op is not None]
+    return table
 
 
 def check_reachable(module: StringSeq2Seq, vocabulary: Vocabulary) -> None:
