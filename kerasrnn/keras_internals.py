@@ -1,14 +1,68 @@
-"""The one place kerasrnn reaches into Keras's private modules.
+"""The one place kerasrnn reaches into Keras's private names.
 
-`DropoutRNNCell` is the mixin by which `keras.layers.RNN` recognises a cell
-that carries dropout masks: the layer draws the masks before its loop starts
-(so the loop body stays stateless, as `tf.while_loop`, `jax.lax.scan` and XLA
-require) and clears them after. Keras does not export it under
-`keras.layers`, so it is imported from `keras.src`; the `keras` pin in
-pyproject.toml covers it, and `tests/kerasrnn/test_keras_internals.py` names
-the symbol if a Keras release moves it.
+Each name below is Keras's own, without a public equivalent; the `keras`
+pin in pyproject.toml covers them, and `tests/kerasrnn/test_keras_internals.py`
+checks every one, naming it and the Keras version when a release moves or
+changes it.
+
+- `DropoutRNNCell` is the mixin by which `keras.layers.RNN` recognises a
+  cell that carries dropout masks: the layer draws the masks before its
+  loop starts (so the loop body stays stateless, as `tf.while_loop`,
+  `jax.lax.scan` and XLA require) and clears them after. Keras does not
+  export it under `keras.layers`, so it is imported from `keras.src`.
+- `sublayers` is `Layer._flatten_layers`: every tracked sublayer, nested
+  models, wrappers and cells included (a `Layer` method since tf.keras 2).
+- `call_has_training_arg` reads `Layer._call_has_training_arg`: whether
+  Keras passes `training` to the layer's `call`.
+- `replaced_inner_loops` swaps `keras.layers.RNN.inner_loop`, the method
+  `RNN.call` steps its cell through time with, for a stand-in on given
+  layers, and gives the layers their own back.
 """
 
+import contextlib
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+import keras
 from keras.src.layers.rnn.dropout_rnn_cell import DropoutRNNCell
 
-__all__ = ["DropoutRNNCell"]
+__all__ = [
+    "DropoutRNNCell",
+    "call_has_training_arg",
+    "replaced_inner_loops",
+    "sublayers",
+]
+
+
+def sublayers(layer: keras.layers.Layer) -> list[keras.layers.Layer]:
+    """Every layer tracked inside `layer` (not `layer` itself), depth first:
+    a model's layers, a wrapper's wrapped layer, an RNN's cell and a stack's
+    cells."""
+    return list(layer._flatten_layers(include_self=False))
+
+
+def call_has_training_arg(layer: keras.layers.Layer) -> bool:
+    """Whether Keras passes `training` to `layer.call`."""
+    return bool(getattr(layer, "_call_has_training_arg", False))
+
+
+@contextlib.contextmanager
+def replaced_inner_loops(
+    loops: Sequence[tuple[keras.layers.RNN, Callable[..., Any]]],
+) -> Iterator[None]:
+    """Run each RNN layer's time loop through its stand-in: `loops` holds
+    `(layer, stand_in)` pairs.
+
+    A stand-in is called as `RNN.call` calls `inner_loop`:
+    `(sequences, initial_state, mask, training) -> (last_output, outputs,
+    states)`. The layers are the caller's: the stand-ins are removed when
+    the block ends, however it ends.
+    """
+    try:
+        for layer, loop in loops:
+            layer.inner_loop = loop
+        yield
+    finally:
+        for layer, _ in loops:
+            if "inner_loop" in vars(layer):
+                del layer.inner_loop

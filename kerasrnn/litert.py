@@ -54,7 +54,12 @@ from tensorflow.python.framework.convert_to_constants import (
     convert_variables_to_constants_v2,
 )
 
-from kerasrnn.keras_internals import DropoutRNNCell
+from kerasrnn.keras_internals import (
+    DropoutRNNCell,
+    call_has_training_arg,
+    replaced_inner_loops,
+    sublayers,
+)
 from kerasrnn.types import TensorLike
 from kerasrnn.validation import check_bool, check_choice, check_positive_int
 
@@ -282,7 +287,7 @@ def _unsupported_ops_error(error: Exception, model: Any) -> ValueError:
     """A `ValueError` naming each op without a builtin and its layer."""
     layer_names = set()
     if isinstance(model, keras.layers.Layer):
-        layer_names = {layer.name for layer in model._flatten_layers()}
+        layer_names = {model.name} | {layer.name for layer in sublayers(model)}
     found = []
     for data in getattr(error, "errors", []):
         op = data.operator.name
@@ -376,18 +381,8 @@ def count_litert_operators(model: str | os.PathLike[str] | bytes) -> dict[str, d
 
 # ------------------------------------------------------ recurrent models
 def _recurrent_layers(model: keras.Model) -> list[keras.layers.RNN]:
-    """Every `keras.layers.RNN` inside `model`, `Bidirectional`'s included.
-
-    `_flatten_layers` is Keras's walk over every tracked sublayer, nested
-    models, wrappers and cells included (a `Layer` method since tf.keras 2,
-    without a public equivalent); the layer-naming of unsupported ops uses
-    it too.
-    """
-    return [
-        layer
-        for layer in model._flatten_layers(include_self=False)
-        if isinstance(layer, keras.layers.RNN)
-    ]
+    """Every `keras.layers.RNN` inside `model`, `Bidirectional`'s included."""
+    return [layer for layer in sublayers(model) if isinstance(layer, keras.layers.RNN)]
 
 
 def _check_model(model: Any) -> tuple[list[TensorLike], list[keras.layers.RNN]]:
@@ -525,7 +520,7 @@ def _litert_inner_loop(layer: keras.layers.RNN, steps: int | None) -> Callable[.
         if not tree.is_nested(initial_state):
             initial_state = [initial_state]
         cell_kwargs = {}
-        if getattr(layer.cell, "_call_has_training_arg", False):
+        if call_has_training_arg(layer.cell):
             cell_kwargs["training"] = training
 
         def step(
@@ -691,15 +686,9 @@ def _traceable_for_litert(recurrent: list[keras.layers.RNN], steps: int | None) 
     The layers are the caller's: the stand-in is removed and the rates are
     put back when the trace ends, however it ends.
     """
-    try:
-        with _dropout_off(recurrent):
-            for layer in recurrent:
-                layer.inner_loop = _litert_inner_loop(layer, steps)
-            yield
-    finally:
-        for layer in recurrent:
-            if "inner_loop" in vars(layer):
-                del layer.inner_loop
+    loops = [(layer, _litert_inner_loop(layer, steps)) for layer in recurrent]
+    with _dropout_off(recurrent), replaced_inner_loops(loops):
+        yield
 
 
 @contextlib.contextmanager
@@ -709,7 +698,7 @@ def _dropout_off(recurrent: list[keras.layers.RNN]) -> Iterator[None]:
     cells = [
         cell
         for layer in recurrent
-        for cell in layer._flatten_layers(include_self=False)
+        for cell in sublayers(layer)
         if isinstance(cell, DropoutRNNCell)
     ]
     rates = [(cell, cell.dropout, cell.recurrent_dropout) for cell in cells]
@@ -742,7 +731,7 @@ def _check_streamable(
             f"(batch, time, ...). Received: streaming=True for input shape "
             f"{tuple(inputs[0].shape)}"
         )
-    for layer in model._flatten_layers(include_self=False):
+    for layer in sublayers(model):
         if isinstance(layer, keras.layers.Bidirectional):
             raise ValueError(
                 f"Argument `streaming` cannot step layer {layer.name!r}: a "
@@ -787,15 +776,12 @@ def _step_function(model: keras.Model, spec: Any, recurrent: list[keras.layers.R
     def step(inputs: TensorLike, *states: TensorLike) -> dict[str, TensorLike]:
         new_states: dict[int, list[TensorLike]] = {}
         offsets = np.cumsum([0, *[len(layer) for layer in sizes]])
-        try:
-            for index, layer in enumerate(recurrent):
-                fed = list(states[offsets[index] : offsets[index + 1]])
-                layer.inner_loop = _fed_inner_loop(layer, fed, new_states, index)
+        loops = [
+            (layer, _fed_inner_loop(layer, list(states[start:end]), new_states, index))
+            for index, (layer, start, end) in enumerate(zip(recurrent, offsets, offsets[1:]))
+        ]
+        with replaced_inner_loops(loops):
             output = model(tf.expand_dims(inputs, 1), training=False)
-        finally:
-            for layer in recurrent:
-                if "inner_loop" in vars(layer):
-                    del layer.inner_loop
         output = tree.flatten(output)[0]
         if sequence_output:
             output = output[:, 0]

@@ -1,7 +1,9 @@
-"""The one private Keras symbol kerasrnn relies on is still where we import it.
+"""The private Keras names kerasrnn relies on are still where and what
+kerasrnn/keras_internals.py expects.
 
-If a Keras release moves or renames it, this test fails first, naming the
-symbol, instead of every cell failing at import with a bare ImportError.
+If a Keras release moves, renames or changes one, these tests fail first,
+naming it and the Keras version, instead of every cell or export failing
+with a bare ImportError or a wrong answer.
 """
 
 import importlib
@@ -60,5 +62,93 @@ def test_no_other_kerasrnn_module_imports_keras_src():
             line.lstrip().startswith(("from keras.src", "import keras.src"))
             for line in path.read_text().splitlines()
         )
+    ]
+    assert offenders == [], offenders
+
+
+def test_sublayers_walks_into_wrappers_rnns_and_stacks():
+    import keras
+
+    import kerasrnn
+    from kerasrnn.keras_internals import sublayers
+
+    stack = keras.layers.StackedRNNCells([kerasrnn.ElmanCell(2), kerasrnn.GRUCell(2)])
+    wrapped = keras.layers.Bidirectional(keras.layers.RNN(stack))
+    model = keras.Sequential([keras.Input((3, 4)), wrapped, keras.layers.Dense(1)])
+    found = sublayers(model)
+    assert model not in found, f"Layer._flatten_layers changed in Keras {keras.__version__}"
+    # Bidirectional copies the stack into each direction: both copies' cells.
+    elman = [layer for layer in found if isinstance(layer, kerasrnn.ElmanCell)]
+    assert wrapped in found and len(elman) == 2, (
+        f"Layer._flatten_layers no longer walks into wrappers, RNNs and stacked "
+        f"cells in Keras {keras.__version__}: kerasrnn/keras_internals.py's sublayers "
+        "must find them another way"
+    )
+    assert sum(isinstance(layer, kerasrnn.GRUCell) for layer in found) == 2
+
+
+def test_call_has_training_arg_reads_what_keras_passes():
+    import keras
+
+    import kerasrnn
+    from kerasrnn.keras_internals import call_has_training_arg
+
+    assert hasattr(keras.layers.Dense(1), "_call_has_training_arg"), (
+        f"Keras {keras.__version__} has no Layer._call_has_training_arg"
+    )
+    assert call_has_training_arg(kerasrnn.LSTMCell(2))  # call(..., training=False)
+
+    class NoTraining(keras.layers.Layer):
+        def call(self, inputs):
+            return inputs
+
+    assert not call_has_training_arg(NoTraining())
+
+
+def test_rnn_call_steps_through_the_replaced_inner_loop_and_gets_its_own_back():
+    import keras
+    import numpy as np
+
+    import kerasrnn
+    from kerasrnn.keras_internals import replaced_inner_loops
+
+    layer = keras.layers.RNN(kerasrnn.ElmanCell(2), return_sequences=True)
+    x = np.ones((1, 3, 4), "float32")
+    expected = np.asarray(layer(x))
+    seen = {}
+
+    def stand_in(sequences, initial_state, mask, training=False):
+        seen.update(sequences=tuple(sequences.shape), mask=mask, training=training)
+        last = keras.ops.zeros((1, 2))
+        return last, keras.ops.zeros((1, 3, 2)), [last]
+
+    with replaced_inner_loops([(layer, stand_in)]):
+        replaced = np.asarray(layer(x, training=False))
+    assert seen == {"sequences": (1, 3, 4), "mask": None, "training": False}, (
+        f"keras.layers.RNN.call in Keras {keras.__version__} no longer calls "
+        "self.inner_loop(sequences=, initial_state=, mask=, training=) as "
+        "kerasrnn/keras_internals.py's replaced_inner_loops expects"
+    )
+    assert not replaced.any()
+    assert "inner_loop" not in vars(layer)
+    np.testing.assert_array_equal(np.asarray(layer(x)), expected)
+
+
+def test_no_other_kerasrnn_module_uses_keras_private_names():
+    """`_flatten_layers`, `_call_has_training_arg` and `inner_loop` swaps go
+    through kerasrnn/keras_internals.py."""
+    import pathlib
+    import re
+
+    import kerasrnn
+
+    private = re.compile(r"\._flatten_layers\b|\._call_has_training_arg\b|\.inner_loop\s*=")
+    package = pathlib.Path(kerasrnn.__file__).parent
+    offenders = [
+        f"{path.relative_to(package)}:{number}"
+        for path in package.rglob("*.py")
+        if path.name != "keras_internals.py"
+        for number, line in enumerate(path.read_text().splitlines(), 1)
+        if private.search(line)
     ]
     assert offenders == [], offenders

@@ -661,7 +661,9 @@ def streaming_models(rng):
     hidden = keras.layers.GRU(3, return_sequences=True, name="gru")(hidden)
     stack = keras.layers.StackedRNNCells([kerasrnn.ElmanCell(3), kerasrnn.GRUCell(2)])
     hidden = keras.layers.RNN(stack, return_sequences=True, name="stack")(hidden)
-    every_step = keras.Model(features, keras.layers.Dense(2)(hidden), name="every_step")
+    every_step = keras.Model(
+        features, keras.layers.Dense(2, name="prediction")(hidden), name="every_step"
+    )
     ids = keras.Input((None,), dtype="int32", name="ids")
     embedded = keras.layers.Embedding(VOCABULARY, FEATURES)(ids)
     last = keras.layers.RNN(kerasrnn.LeakyCell(UNITS, alpha=0.4), name="leaky")(embedded)
@@ -722,7 +724,7 @@ def test_the_step_signature_carries_every_state_in_layer_order(streamed):
     interpreter = Interpreter(model_path=str(tflite))
     states = [f"state_{index}" for index in range(5)]  # LSTM h, c; GRU; Elman; GRU
     assert interpreter.get_signature_list() == {
-        "serving_default": {"inputs": ["features"], "outputs": ["dense"]},
+        "serving_default": {"inputs": ["features"], "outputs": ["prediction"]},
         "step": {"inputs": ["inputs", *states], "outputs": ["outputs", *states]},
     }
     runner = interpreter.get_signature_runner("step")
