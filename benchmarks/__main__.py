@@ -42,18 +42,7 @@ from benchmarks import (  # noqa: E402
     scaling,
     serving,
 )
-
-
-def _print_table(title, rows, columns):
-    print(f"\n## {title}\n")
-    print("| " + " | ".join(columns) + " |")
-    print("|" + "---|" * len(columns))
-    for row in rows:
-        cells_text = []
-        for column in columns:
-            value = row[column]
-            cells_text.append(f"{value:,.2f}" if isinstance(value, float) else str(value))
-        print("| " + " | ".join(cells_text) + " |")
+from benchmarks.tables import print_table  # noqa: E402
 
 
 def main(argv=None):
@@ -83,7 +72,7 @@ def main(argv=None):
     rows = []
     for name in cells.PAIRS:
         rows += cells.compare(name, shapes, repeats)
-    _print_table("kerasrnn cell vs Keras built-in (ratio = Keras time / ours)", rows,
+    print_table("kerasrnn cell vs Keras built-in (ratio = Keras time / ours)", rows,
                  ["cell", "mode", "ours_ms", "keras_ms", "ratio", "ours_gflops"])
 
     ceiling_rows = []
@@ -101,37 +90,37 @@ def main(argv=None):
                              "fraction_of_ceiling": best / ceiling})
     size = 256 if args.quick else 2048
     peak = cells.large_matmul_ceiling(size, repeats)
-    _print_table(f"matmul ceiling (large GEMM {size}³: {peak:,.1f} GFLOP/s)", ceiling_rows,
+    print_table(f"matmul ceiling (large GEMM {size}³: {peak:,.1f} GFLOP/s)", ceiling_rows,
                  ["cell", "matmul", "ceiling_gflops", "best_train_gflops", "fraction_of_ceiling"])
 
     lengths = (10, 100, 1000) if args.quick else (100, 1000, 10000)
     scaling_rows = scaling.scaling_rows(lengths, shapes.batch, shapes.features, shapes.units,
                                         repeats=2 if args.quick else 3)
-    _print_table("LSTM gradient step as T grows (per-step cost relative to the first T)",
+    print_table("LSTM gradient step as T grows (per-step cost relative to the first T)",
                  scaling_rows, ["steps", "seconds", "growth_mib", "time_per_step_vs_first",
                                 "mib_per_extra_step"])
 
     pipeline_rows = input_pipeline.input_pipeline_rows(
         quick=args.quick, repeats=repeats, model_batches=3 if args.quick else 20)
-    _print_table("input pipeline vs model train step, examples/s "
+    print_table("input pipeline vs model train step, examples/s "
                  "(ratio = input / model; > 1: the model is the bottleneck)",
                  pipeline_rows, ["task", "cell", "units", "batch", "epoch_batches",
                                  "input_examples_per_s", "model_examples_per_s", "ratio"])
 
     decoding_rows = decoding.decoding_rows(quick=args.quick, repeats=repeats)
-    _print_table("decoding throughput, sequences/s: one tf.function vs a per-step Python loop",
+    print_table("decoding throughput, sequences/s: one tf.function vs a per-step Python loop",
                  decoding_rows, ["method", "batch", "max_length", "graph_seq_per_s",
                                  "xla_seq_per_s", "python_loop_seq_per_s", "graph_speedup",
                                  "xla_speedup"])
 
     serving_rows = serving.serving_rows(args.serving_model, quick=args.quick,
                                         calls=5 if args.quick else 200)
-    _print_table("serving a G2P SavedModel without kerasrnn (words/s, latency per call; "
+    print_table("serving a G2P SavedModel without kerasrnn (words/s, latency per call; "
                  "speedup = the jit_compile=False export's time / this one's)",
                  serving_rows, ["model", "batch", "beam", "words_per_s", "p50_ms", "p99_ms",
                                 "ms_per_word", "first_call_s", "speedup"])
 
-    litert.print_tables(_print_table, args.litert_run, args.quick, repeats)
+    litert.print_tables(args.litert_run, args.quick, repeats)
 
 
 if __name__ == "__main__":

@@ -46,6 +46,7 @@ import numpy as np
 import tensorflow as tf
 
 import kerasrnn
+from benchmarks.tables import print_table
 from benchmarks.timing import interleaved_medians
 
 BATCHES = (1, 32, 256)
@@ -341,9 +342,8 @@ def cell_rows(quick, repeats):
     return rows
 
 
-def print_tables(print_table, run, quick, repeats):
-    """Measure and print the G2P and cell tables with `print_table(title,
-    rows, columns)` (`python -m benchmarks`'s)."""
+def print_tables(run, quick, repeats):
+    """Measure and print the G2P and cell tables."""
     rows, operators, notes = g2p_rows(run, quick=quick, calls=5 if quick else 200)
     print_table(
         "LiteRT: G2P files, interpreter operators per signature (at batch 1 the time per call "
@@ -383,15 +383,12 @@ def print_tables(print_table, run, quick, repeats):
 
 
 if __name__ == "__main__":
-    from benchmarks.__main__ import _print_table
-
     parser = argparse.ArgumentParser(prog="python -m benchmarks.litert", description=__doc__)
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--litert-run", default=None, metavar="DIR")
     parser.add_argument("--repeats", type=int, default=None)
     arguments = parser.parse_args()
     print_tables(
-        _print_table,
         arguments.litert_run,
         arguments.quick,
         arguments.repeats or (2 if arguments.quick else 15),
