@@ -268,9 +268,16 @@ def test_multiworker_without_tf_config_is_refused(monkeypatch):
 
 # g2p's step decay over three epochs and its per-token loss: 400 words in
 # unevenly filled length buckets, so replicas see different token counts.
+# The model and rate are spelled out: --quick's own train a larger model.
 G2P_COMMAND = [
     "g2p",
     "--quick",
+    "--units",
+    "32",
+    "--embedding",
+    "16",
+    "--learning-rate",
+    "3e-3",
     "--epochs",
     "3",
     "--limit",
