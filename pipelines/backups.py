@@ -3,16 +3,22 @@ configuration fingerprint of the run that wrote it, safe against kills."""
 
 import hashlib
 import json
+import os
 import pathlib
 import re
 import shutil
+from collections.abc import Iterable
+from typing import Any
+
+import keras
 
 from kerasrnn_pipelines import durable
 from kerasrnn_pipelines.faults import BackupOfAnotherRun, BackupUnusable
 from kerasrnn_pipelines.run_directory import differences
 
 
-def file_sha256(path):
+def file_sha256(path: pathlib.Path) -> str:
+    """The SHA-256 of the file at `path`, as hexadecimal digits."""
     digest = hashlib.sha256()
     with open(path, "rb") as handle:
         for block in iter(lambda: handle.read(1 << 20), b""):
@@ -20,7 +26,7 @@ def file_sha256(path):
     return digest.hexdigest()
 
 
-def random_generator_states(model):
+def random_generator_states(model: keras.Model) -> list[keras.Variable]:
     """The state variables of `model`'s `keras.random.SeedGenerator`s, in
     the model's order.
 
@@ -54,11 +60,11 @@ class Generation:
     METADATA = "training_metadata.json"
     NAME = re.compile(r"epoch-(\d{6})")
 
-    def __init__(self, backup_dir, epoch):
+    def __init__(self, backup_dir: str | os.PathLike[str], epoch: int) -> None:
         self.epoch = epoch
         self.directory = pathlib.Path(backup_dir) / f"epoch-{epoch:06d}"
 
-    def write(self, model, owner):
+    def write(self, model: keras.Model, owner: dict[str, Any]) -> None:
         """Write it under a `.partial` name, then rename it into place in
         one step: a kill leaves either all of it or none."""
         partial = self.directory.with_name(f"{self.directory.name}.partial")
@@ -87,14 +93,14 @@ class Generation:
         # A damaged generation the restore skipped: this one replaces it.
         durable.move_into_place(partial, self.directory)
 
-    def metadata(self):
+    def metadata(self) -> dict[str, Any]:
         """The parsed metadata; raises OSError or ValueError."""
         metadata = json.loads((self.directory / self.METADATA).read_text())
         if not isinstance(metadata, dict):
             raise ValueError(f"not a JSON object: {metadata!r}")
         return metadata
 
-    def writer(self, keys):
+    def writer(self, keys: Iterable[str]) -> dict[str, Any] | None:
         """The metadata's `keys` (who wrote it), or None if unreadable."""
         try:
             metadata = self.metadata()
@@ -102,7 +108,7 @@ class Generation:
             return None
         return {key: metadata.get(key) for key in keys}
 
-    def problem(self, model):
+    def problem(self, model: keras.Model) -> str | None:
         """Why it cannot be restored, or None after loading it into `model`."""
         weights = self.directory / self.WEIGHTS
         try:
@@ -156,12 +162,18 @@ class TrainingBackup:
         keep: Generations kept.
     """
 
-    def __init__(self, directory, task, fingerprint, keep=2):
+    def __init__(
+        self,
+        directory: str | os.PathLike[str],
+        task: str,
+        fingerprint: dict[str, Any],
+        keep: int = 2,
+    ) -> None:
         self.directory = pathlib.Path(directory)
-        self.owner = {"task": task, "fingerprint": fingerprint}
+        self.owner: dict[str, Any] = {"task": task, "fingerprint": fingerprint}
         self.keep = keep
 
-    def generations(self):
+    def generations(self) -> list[Generation]:
         """Every complete `Generation`, newest first."""
         if not self.directory.is_dir():
             return []
@@ -172,13 +184,13 @@ class TrainingBackup:
                 found.append(Generation(self.directory, int(match.group(1))))
         return sorted(found, key=lambda generation: -generation.epoch)
 
-    def save(self, model, epoch):
+    def save(self, model: keras.Model, epoch: int) -> None:
         """Write the generation of `epoch` finished epochs; drop old ones."""
         Generation(self.directory, epoch).write(model, self.owner)
         for older in self.generations()[self.keep :]:
             durable.remove(older.directory)
 
-    def check_owner(self, generation):
+    def check_owner(self, generation: Generation) -> None:
         """Raise `BackupOfAnotherRun` if another run wrote `generation`."""
         owner = generation.writer(self.owner)
         if owner is None or owner == self.owner:
@@ -195,7 +207,7 @@ class TrainingBackup:
             "it in place and does not resume from it: pass another --out"
         )
 
-    def restore(self, model):
+    def restore(self, model: keras.Model) -> int:
         """Load the newest usable generation into `model`.
 
         `model` must be built and compiled; call inside the strategy scope.
@@ -218,7 +230,7 @@ class TrainingBackup:
         if model.optimizer is not None and not model.optimizer.built:
             # The backup holds the optimizer's variables too.
             model.optimizer.build(model.trainable_variables)
-        problems = []
+        problems: list[str] = []
         for generation in generations:
             problem = generation.problem(model)
             if problem is None:

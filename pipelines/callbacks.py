@@ -3,17 +3,21 @@ epoch line, the epoch log, the backup of each finished epoch and
 TensorBoard."""
 
 import math
+import os
 import pathlib
 import time
+from collections.abc import Iterable
+from typing import Any
 
 import keras
 
 from kerasrnn_pipelines import durable
 from kerasrnn_pipelines import run_directory as layout
+from kerasrnn_pipelines.backups import TrainingBackup
 from kerasrnn_pipelines.faults import TrainingDiverged
 
 
-def save_weights_atomically(model, path):
+def save_weights_atomically(model: keras.Model, path: pathlib.Path) -> None:
     """`model.save_weights(path)` that a kill leaves whole or untouched."""
     scratch = durable.scratch_name(path)
     model.save_weights(scratch, overwrite=True)
@@ -32,23 +36,25 @@ class StopOnNonFiniteLoss(keras.callbacks.Callback):
     save the diverged state.
     """
 
-    def __init__(self, path):
+    def __init__(self, path: str | os.PathLike[str]) -> None:
         super().__init__()
         self.path = pathlib.Path(path)
         self.epoch = 0
 
-    def on_epoch_begin(self, epoch, logs=None):
+    def on_epoch_begin(self, epoch: int, logs: dict[str, Any] | None = None) -> None:
         self.epoch = epoch
 
-    def on_train_batch_end(self, batch, logs=None):
+    def on_train_batch_end(self, batch: int, logs: dict[str, Any] | None = None) -> None:
         loss = (logs or {}).get("loss")
         if loss is not None and not math.isfinite(float(loss)):
             self.diverge(batch, loss)
 
-    def on_epoch_end(self, epoch, logs=None):
+    def on_epoch_end(self, epoch: int, logs: dict[str, Any] | None = None) -> None:
         save_weights_atomically(self.model, self.path)
 
-    def diverge(self, batch, loss):
+    def diverge(self, batch: int, loss: float) -> None:
+        """Put the last finite epoch's weights back and raise
+        `TrainingDiverged` for the non-finite `loss` of `batch`."""
         if self.path.exists():
             self.model.load_weights(self.path)
             kept = (
@@ -73,17 +79,17 @@ class EpochLine(keras.callbacks.Callback):
     returns and colour codes.
     """
 
-    def __init__(self):
+    def __init__(self) -> None:
         super().__init__()
-        self.started = None
+        self.started = 0.0
 
-    def on_epoch_begin(self, epoch, logs=None):
+    def on_epoch_begin(self, epoch: int, logs: dict[str, Any] | None = None) -> None:
         self.started = time.perf_counter()
 
-    def on_epoch_end(self, epoch, logs=None):
+    def on_epoch_end(self, epoch: int, logs: dict[str, Any] | None = None) -> None:
         logs = logs or {}
         # The losses first; Keras orders the rest by name.
-        names = [name for name in ("loss", "val_loss") if name in logs]
+        names: list[str] = [name for name in ("loss", "val_loss") if name in logs]
         names += [name for name in logs if name not in names]
         values = ", ".join(f"{name} {float(logs[name]):.4g}" for name in names)
         seconds = time.perf_counter() - self.started
@@ -97,15 +103,20 @@ class BackupEachEpoch(keras.callbacks.Callback):
     """Writes a `kerasrnn_pipelines.backups.TrainingBackup` generation at the end of
     every epoch."""
 
-    def __init__(self, backup):
+    def __init__(self, backup: TrainingBackup) -> None:
         super().__init__()
         self.backup = backup
 
-    def on_epoch_end(self, epoch, logs=None):
+    def on_epoch_end(self, epoch: int, logs: dict[str, Any] | None = None) -> None:
         self.backup.save(self.model, epoch + 1)
 
 
-def training_callbacks(run_directory, backup, extra=(), epoch_lines=False):
+def training_callbacks(
+    run_directory: layout.RunDirectory,
+    backup: TrainingBackup | None,
+    extra: Iterable[keras.callbacks.Callback] = (),
+    epoch_lines: bool = False,
+) -> list[keras.callbacks.Callback]:
     """The callbacks of one run, in the order they must run.
 
     Args:

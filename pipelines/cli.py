@@ -14,6 +14,7 @@ import argparse
 import dataclasses
 import sys
 from collections.abc import Sequence
+from typing import Any, NoReturn
 
 from kerasrnn_pipelines.console import held_back_stderr, hold_back_tensorflow, start_tensorflow
 from kerasrnn_pipelines.faults import DatasetNotOnDisk, RunFailed
@@ -37,20 +38,21 @@ SHARED_OPTIONS = {field.name for field in dataclasses.fields(RunConfig)}
 class Parser(argparse.ArgumentParser):
     """An `argparse` parser whose refusals are one line, exit status 2."""
 
-    def __init__(self, task=None, **kwargs):
+    def __init__(self, task: str | None = None, **kwargs: Any) -> None:
         super().__init__(prog=PROGRAM, **kwargs)
         self.task = task
 
-    def error(self, message):
+    def error(self, message: str) -> NoReturn:
         where = f"{PROGRAM} {self.task}" if self.task else PROGRAM
         self.exit(2, f"{where}: {message} (see {PROGRAM} {self.task or 'TASK'} --help)\n")
 
 
-def shown(value):
+def shown(value: object) -> object:
+    """A default as `--help` shows it: `unset` for None."""
     return "unset" if value is None else value
 
 
-def add_options(parser, config_class):
+def add_options(parser: argparse.ArgumentParser, config_class: type[RunConfig]) -> None:
     """One argument per field of `config_class`, typed, defaults in the help.
 
     Every default is `argparse.SUPPRESS`: the parsed namespace holds only
@@ -74,7 +76,7 @@ def add_options(parser, config_class):
         if field.name == "data":
             help_text = data_help(config_class, help_text)
         help_text = f"{help_text} (default: {shown(getattr(defaults, field.name))})"
-        arguments = {"default": argparse.SUPPRESS, "help": help_text}
+        arguments: dict[str, Any] = {"default": argparse.SUPPRESS, "help": help_text}
         if kind is switch:
             arguments["action"] = argparse.BooleanOptionalAction
         elif kind is present:
@@ -87,7 +89,7 @@ def add_options(parser, config_class):
         groups[field.name in SHARED_OPTIONS].add_argument(flag(field.name), **arguments)
 
 
-def data_help(config_class, help_text):
+def data_help(config_class: type[RunConfig], help_text: str) -> str:
     """`--data`'s help: the task's sources by name, which the epilog
     describes; without a task, where each task's sources are listed."""
     if config_class is RunConfig:
@@ -97,7 +99,7 @@ def data_help(config_class, help_text):
     return f"{help_text}: {names}, described under 'data sources' below"
 
 
-def task_summaries():
+def task_summaries() -> str:
     """`--help` without a task: each task, what it does and its own options."""
     lines = ["tasks (`kerasrnn-train TASK --help` shows a task's options and defaults):"]
     for name in CONFIGS:
@@ -112,14 +114,15 @@ def task_summaries():
     return "\n".join(lines)
 
 
-def data_sources(config_class):
+def data_sources(config_class: type[RunConfig]) -> str:
+    """The epilog of a task's `--help`: each `--data` source, described."""
     return "data sources (--data):\n" + "\n".join(
         f"  {name}: {description}"
         for name, description in config_class.DATA_SOURCES.items()
     )
 
 
-def build_parser(config_class=None):
+def build_parser(config_class: type[RunConfig] | None = None) -> Parser:
     """The parser of one task's configuration, or of the shared options."""
     task = config_class.task if config_class else None
     parser = Parser(
@@ -133,7 +136,7 @@ def build_parser(config_class=None):
     return parser
 
 
-def find_task_name(argv):
+def find_task_name(argv: Sequence[str]) -> str | None:
     """The TASK positional of `argv`, or None, without checking the rest."""
     scout = argparse.ArgumentParser(add_help=False, exit_on_error=False)
     scout.add_argument("task", nargs="?")
@@ -152,7 +155,7 @@ def find_task_name(argv):
     return known.task
 
 
-def parse_config(argv):
+def parse_config(argv: Sequence[str]) -> RunConfig:
     """Parse and check `argv` into the configuration of one task.
 
     Values are resolved, lowest precedence first: the configuration's
@@ -192,14 +195,17 @@ def parse_config(argv):
             f"unrecognized arguments: {' '.join(unknown)}; "
             f"valid options: {', '.join(options)}"
         )
-    typed = vars(typed)
-    del typed["task"]
-    values = {}
-    if typed.get("preset"):
-        values.update(config_class.PRESETS[typed["preset"]])
-    if typed.get("quick"):
+    # The parser accepts only the tasks of `TASKS`, each of which has a
+    # configuration class in `CONFIGS`: a parse that got here found one.
+    assert config_class is not None
+    typed_values = vars(typed)
+    del typed_values["task"]
+    values: dict[str, Any] = {}
+    if typed_values.get("preset"):
+        values.update(config_class.PRESETS[typed_values["preset"]])
+    if typed_values.get("quick"):
         values.update(config_class.QUICK)
-    values.update(typed)
+    values.update(typed_values)
     try:
         config = config_class(**values)
         config.check_environment()

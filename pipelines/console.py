@@ -25,11 +25,18 @@ with `ai-edge-litert` alone.
 import contextlib
 import json
 import os
+import pathlib
 import shlex
 import sys
 import tempfile
+from collections.abc import Iterator, MutableMapping
+from typing import Any, TypeAlias
 
 from kerasrnn_pipelines import run_directory as layout
+
+#: A task's `HEADLINE_METRIC`: `(metric, baseline metric, better)`, with
+#: `better` `"lower"` or `"higher"`.
+Headline: TypeAlias = tuple[str, str, str]
 
 #: The environment variable TensorFlow reads its C++ log level from.
 LOG_LEVEL = "TF_CPP_MIN_LOG_LEVEL"
@@ -45,7 +52,9 @@ EXAMPLE_TEXT = "hello"
 _holding_back = False
 
 
-def hold_back_tensorflow(verbose, environ=None):
+def hold_back_tensorflow(
+    verbose: bool, environ: MutableMapping[str, str] | None = None
+) -> bool:
     """Whether TensorFlow's start-up is held back; if so, quiet its log.
 
     Call before TensorFlow is imported: it reads its log level once.
@@ -68,7 +77,7 @@ def hold_back_tensorflow(verbose, environ=None):
 
 
 @contextlib.contextmanager
-def held_back_stderr(enabled):
+def held_back_stderr(enabled: bool) -> Iterator[None]:
     """Inside the block, file descriptor 2 (C++ included) goes to a
     temporary file, written out to the real stderr only if the block
     raises; with `enabled` False the block runs untouched."""
@@ -93,13 +102,13 @@ def held_back_stderr(enabled):
         held.close()
 
 
-def held_back_native_output():
+def held_back_native_output() -> contextlib.AbstractContextManager[None]:
     """`held_back_stderr`, enabled as `hold_back_tensorflow` last decided
     (not at all in a process that never called it)."""
     return held_back_stderr(_holding_back)
 
 
-def start_tensorflow():
+def start_tensorflow() -> None:
     """Import TensorFlow and find the devices, so that what they print
     happens now (a failed `cuInit` is printed when devices are first
     listed). Listing physical devices leaves the runtime unconfigured, as
@@ -109,7 +118,7 @@ def start_tensorflow():
     tf.config.list_physical_devices()
 
 
-def progress(line, chief=True):
+def progress(line: str, chief: bool = True) -> None:
     """Print `line`, what the run does next, on standard output, flushed
     (as the epoch lines are): a log file shows it before the step starts.
 
@@ -123,7 +132,7 @@ def progress(line, chief=True):
         print(line, flush=True)
 
 
-def headline_line(headline, report):
+def headline_line(headline: Headline, report: dict[str, Any]) -> str:
     """`test_rmse 21.3 against the baseline's persistence_rmse 25.3 ...`."""
     name, baseline, better = headline
     verdict = (
@@ -137,7 +146,7 @@ def headline_line(headline, report):
     )
 
 
-def serving_command(saved_model):
+def serving_command(saved_model: pathlib.Path) -> str:
     """A shell command that serves one example with the SavedModel at
     `saved_model`, needing TensorFlow only; its inputs are those of the
     `serving_default` signature (text, or zeros of each input's shape with
@@ -166,7 +175,7 @@ def serving_command(saved_model):
     return f"python -c {shlex.quote(program)}"
 
 
-def litert_command(model):
+def litert_command(model: pathlib.Path) -> str:
     """A shell command that opens the LiteRT model at `model` with
     `ai-edge-litert` alone and prints its signatures."""
     program = (
@@ -176,7 +185,9 @@ def litert_command(model):
     return f"python -c {shlex.quote(program)}"
 
 
-def summary(task, report, headline, directory):
+def summary(
+    task: str, report: dict[str, Any], headline: Headline | None, directory: pathlib.Path
+) -> list[str]:
     """The lines a finished run ends with.
 
     Args:

@@ -23,14 +23,17 @@ it.
 """
 
 import os
+from collections.abc import Callable, Iterable
+from typing import Any, TypeAlias
 
 import keras
 import tensorflow as tf
 
+from kerasrnn.types import TensorLike
 from kerasrnn_pipelines.options import TF_CONFIG, read_tf_config
 
 
-def make_strategy(name):
+def make_strategy(name: str) -> tf.distribute.Strategy:
     """The `tf.distribute.Strategy` that `--strategy name` asks for.
 
     Args:
@@ -56,18 +59,27 @@ def make_strategy(name):
     )
 
 
-def is_multiworker(strategy):
+def is_multiworker(strategy: tf.distribute.Strategy) -> bool:
+    """Whether `strategy` is `MultiWorkerMirroredStrategy`, which `fit`
+    does not run under (`fit_multiworker` trains instead)."""
     return isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy)
 
 
-def replicated_step(strategy, step):
+#: A step as `replicated_step` makes it: a batch in, its logs (name ->
+#: scalar tensor) out.
+Step: TypeAlias = Callable[[Any], dict[str, TensorLike]]
+
+
+def replicated_step(
+    strategy: tf.distribute.Strategy, step: Callable[[Any], dict[str, TensorLike]]
+) -> Step:
     """`step(batch)` on every replica, its logs averaged over all of them
     (the reduction `fit` applies), as one `tf.function`."""
 
     # Bucketed batches differ in length; without reduce_retracing every
     # new length would compile another graph.
     @tf.function(reduce_retracing=True)
-    def run(batch):
+    def run(batch: Any) -> dict[str, TensorLike]:
         logs = strategy.run(step, args=(batch,))
         return {
             name: strategy.reduce("MEAN", value, axis=None)
@@ -77,9 +89,15 @@ def replicated_step(strategy, step):
     return run
 
 
-def run_epoch_steps(step, dataset, model, on_begin, on_end):
+def run_epoch_steps(
+    step: Step,
+    dataset: Iterable[Any],
+    model: keras.Model,
+    on_begin: Callable[[int], object],
+    on_end: Callable[[int, dict[str, float]], object],
+) -> dict[str, float]:
     """Run `step` over `dataset`; return the logs of the last batch."""
-    logs = {}
+    logs: dict[str, float] = {}
     model.reset_metrics()
     for index, batch in enumerate(dataset):
         on_begin(index)
@@ -91,9 +109,15 @@ def run_epoch_steps(step, dataset, model, on_begin, on_end):
 
 
 def fit_multiworker(
-    model, strategy, train, validation, initial_epoch, epochs, callbacks,
-    verbose,
-):
+    model: keras.Model,
+    strategy: tf.distribute.Strategy,
+    train: tf.data.Dataset,
+    validation: tf.data.Dataset | None,
+    initial_epoch: int,
+    epochs: int,
+    callbacks: list[keras.callbacks.Callback],
+    verbose: int,
+) -> None:
     """`model.fit` for `MultiWorkerMirroredStrategy`.
 
     Args:
@@ -128,7 +152,7 @@ def fit_multiworker(
     )
     model.stop_training = False
     callback_list.on_train_begin()
-    logs = {}
+    logs: dict[str, float] = {}
     for epoch in range(initial_epoch, epochs):
         callback_list.on_epoch_begin(epoch)
         logs = run_epoch_steps(

@@ -11,7 +11,7 @@ import pathlib
 import shutil
 
 
-def fsync_path(path):
+def fsync_path(path: str | os.PathLike[str]) -> None:
     """Flush a file or directory to disk (a rename is durable only then)."""
     descriptor = os.open(path, os.O_RDONLY)
     try:
@@ -24,7 +24,7 @@ def fsync_path(path):
 SCRATCH_PREFIX = ".partial-"
 
 
-def scratch_name(path):
+def scratch_name(path: str | os.PathLike[str]) -> pathlib.Path:
     """The hidden name beside `path` under which it is written first.
 
     The suffix is kept, since Keras and Matplotlib choose the format by it.
@@ -33,13 +33,13 @@ def scratch_name(path):
     return path.with_name(f"{SCRATCH_PREFIX}{path.name}")
 
 
-def is_scratch_name(name):
+def is_scratch_name(name: str) -> bool:
     """Whether `name` is a `scratch_name`: a file in flight (or left by a
     kill mid-write), not anything a user put there."""
     return name.startswith(SCRATCH_PREFIX)
 
 
-def remove(path):
+def remove(path: str | os.PathLike[str]) -> None:
     """Remove a file or a directory tree; nothing if it does not exist."""
     path = pathlib.Path(path)
     doomed = path.with_name(f"{path.name}.retired")
@@ -52,7 +52,9 @@ def remove(path):
         path.unlink(missing_ok=True)
 
 
-def move_into_place(source, target):
+def move_into_place(
+    source: str | os.PathLike[str], target: str | os.PathLike[str]
+) -> None:
     """Rename `source` (a file or a directory) to `target`, replacing it.
 
     A directory cannot be renamed over a non-empty one, so an existing
@@ -66,7 +68,7 @@ def move_into_place(source, target):
     fsync_path(target.parent)
 
 
-def write_text(path, text):
+def write_text(path: str | os.PathLike[str], text: str) -> None:
     """Write `text` to `path` through a scratch file and one rename."""
     path = pathlib.Path(path)
     scratch = scratch_name(path)

@@ -2,12 +2,13 @@
 learning curves drawn from it."""
 
 import csv
+import os
 import pathlib
 
 from kerasrnn_pipelines import durable
 
 
-def keep_history_before(path, epoch):
+def keep_history_before(path: str | os.PathLike[str], epoch: int) -> None:
     """Keep in a raw epoch log only the complete rows of epochs < `epoch`.
 
     Rows of later epochs (trained after the restored backup) are trained
@@ -29,7 +30,7 @@ def keep_history_before(path, epoch):
     durable.move_into_place(scratch, path)
 
 
-def read_history(path):
+def read_history(path: str | os.PathLike[str]) -> dict[str, list[float]]:
     """Read a raw epoch log into a dict name -> list, epochs from 1.
 
     A resume may repeat an epoch: its last row wins. `CSVLogger` writes
@@ -41,7 +42,7 @@ def read_history(path):
         for row in csv.DictReader(handle):
             rows[int(row["epoch"])] = row
     epochs = sorted(rows)
-    history = {"epoch": [epoch + 1 for epoch in epochs]}
+    history: dict[str, list[float]] = {"epoch": [epoch + 1 for epoch in epochs]}
     names = sorted({name for row in rows.values() for name in row} - {"epoch"})
     for name in names:
         values = [rows[epoch].get(name) or "NA" for epoch in epochs]
@@ -53,7 +54,7 @@ def read_history(path):
     return history
 
 
-def write_history(path, history):
+def write_history(path: str | os.PathLike[str], history: dict[str, list[float]]) -> None:
     """`history.csv`: column `epoch` then one column per logged quantity."""
     names = list(history)
     with open(path, "w", newline="") as handle:
@@ -63,7 +64,9 @@ def write_history(path, history):
             writer.writerow(values)
 
 
-def plot_learning_curves(history, path):
+def plot_learning_curves(
+    history: dict[str, list[float]], path: str | os.PathLike[str]
+) -> None:
     """One panel per quantity (training and `val_` together) vs epoch."""
     import matplotlib
 
@@ -101,7 +104,9 @@ def plot_learning_curves(history, path):
     plt.close(figure)
 
 
-def finish_history(raw, write_dir=None):
+def finish_history(
+    raw: str | os.PathLike[str], write_dir: pathlib.Path | None = None
+) -> dict[str, list[float]]:
     """The history of the raw epoch log `raw` as a dict name -> list; with
     `write_dir`, also written there as `history.csv` and
     `learning_curves.png`."""

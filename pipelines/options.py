@@ -16,6 +16,8 @@ Values are resolved, lowest precedence first: the dataclass defaults, the
 chosen `--preset` (`PRESETS`), `--quick` (`QUICK`), then what was typed.
 """
 
+from __future__ import annotations
+
 import argparse
 import dataclasses
 import json
@@ -23,7 +25,7 @@ import math
 import os
 import pathlib
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, ClassVar, NamedTuple
 
 #: `--cell` name -> the kerasrnn cell class it builds.
@@ -49,7 +51,7 @@ class ConfigError(ValueError):
     option, the value received and what is allowed."""
 
 
-def flag(name):
+def flag(name: str) -> str:
     """The command-line spelling of a configuration field: `--batch-size`."""
     return "--" + name.replace("_", "-")
 
@@ -73,10 +75,10 @@ class OptionType:
     allowed: str
     convert: Callable[[str], Any]
     accepts: Callable[[Any], bool]
-    kinds: tuple
-    choices: tuple | None = None
+    kinds: tuple[type, ...]
+    choices: tuple[str, ...] | None = None
 
-    def __call__(self, text):
+    def __call__(self, text: str) -> Any:
         try:
             value = self.convert(text)
         except ValueError:
@@ -87,14 +89,18 @@ class OptionType:
             )
         return value
 
-    def admits(self, value):
+    def admits(self, value: object) -> bool:
         """Whether `value`, already converted, is one this option takes."""
         if isinstance(value, bool) and bool not in self.kinds:
             return False
         return isinstance(value, self.kinds) and self.accepts(value)
 
 
-def number_type(allowed, convert, accepts):
+def number_type(
+    allowed: str,
+    convert: Callable[[str], int] | Callable[[str], float],
+    accepts: Callable[[Any], bool],
+) -> OptionType:
     kinds = (int,) if convert is int else (int, float)
     return OptionType(allowed, convert, accepts, kinds)
 
@@ -125,7 +131,7 @@ switch = OptionType("true or false", bool, lambda v: True, (bool,))
 present = OptionType("true or false", bool, lambda v: True, (bool,))
 
 
-def one_of(*choices):
+def one_of(*choices: str) -> OptionType:
     """The type of an option that takes one of a few names."""
     return OptionType(
         "one of " + ", ".join(choices), str, lambda v: v in choices, (str,),
@@ -133,7 +139,9 @@ def one_of(*choices):
     )
 
 
-def option(default, kind, help, *, unset=False, training=True):
+def option(
+    default: Any, kind: OptionType, help: str, *, unset: bool = False, training: bool = True
+) -> Any:
     """One option: a dataclass field with its type and help.
 
     Args:
@@ -151,7 +159,7 @@ def option(default, kind, help, *, unset=False, training=True):
     )
 
 
-def option_spec(config_class, name):
+def option_spec(config_class: type[RunConfig], name: str) -> Mapping[str, Any]:
     """The metadata of option `name`, from the class that defined it.
 
     A subclass that only changes a default redefines the field without
@@ -184,9 +192,11 @@ class RunConfig:
 
     task: ClassVar[str] = "TASK"
     DESCRIPTION: ClassVar[str] = "Train a kerasrnn recurrent model on one task."
-    DATA_SOURCES: ClassVar[dict] = {"embedded": "data inside an installed package"}
-    QUICK: ClassVar[dict] = {}
-    PRESETS: ClassVar[dict] = {}
+    DATA_SOURCES: ClassVar[dict[str, str]] = {
+        "embedded": "data inside an installed package"
+    }
+    QUICK: ClassVar[dict[str, Any]] = {}
+    PRESETS: ClassVar[dict[str, dict[str, Any]]] = {}
 
     cell: str = option(
         "lstm", one_of(*CELLS), "recurrent cell from kerasrnn, run by keras.layers.RNN"
@@ -233,7 +243,9 @@ class RunConfig:
     )
     # The command line's help adds the task's sources (`cli.data_help`).
     data: str = option("embedded", text, "where the data come from")
-    out: str | None = option(
+    # None (unset) becomes `runs/<task>` in `__post_init__`: a configuration's
+    # `out` is always a path.
+    out: str = option(
         None,
         text,
         "output directory; rerunning the same command resumes an "
@@ -284,7 +296,7 @@ class RunConfig:
         training=False,
     )
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         for field in dataclasses.fields(self):
             spec = option_spec(type(self), field.name)
             value = getattr(self, field.name)
@@ -306,7 +318,7 @@ class RunConfig:
                 f"argument --out: must be a directory path; received {self.out!r}"
             )
 
-    def check_choice(self, name, allowed):
+    def check_choice(self, name: str, allowed: Mapping[str, Any]) -> None:
         value = getattr(self, name)
         if value not in allowed:
             raise ConfigError(
@@ -314,7 +326,7 @@ class RunConfig:
                 f"received {value!r}"
             )
 
-    def fingerprint(self):
+    def fingerprint(self) -> dict[str, Any]:
         """The options that change what training computes, name -> value.
 
         Two runs with the same fingerprint train the same model the same
@@ -330,7 +342,7 @@ class RunConfig:
             if option_spec(type(self), field.name)["training"]
         }
 
-    def check_environment(self, environ=None):
+    def check_environment(self, environ: Mapping[str, str] | None = None) -> None:
         """Check what the run needs outside itself: `--out`, `TF_CONFIG`.
 
         Args:
@@ -347,7 +359,7 @@ class RunConfig:
             read_tf_config(environ.get(TF_CONFIG))
 
 
-def check_output_directory(out):
+def check_output_directory(out: str) -> None:
     """Refuse an `--out` that is not, and cannot become, a writable directory."""
     path = pathlib.Path(out)
     existing = path
@@ -387,12 +399,13 @@ class ClusterTask(NamedTuple):
         index: Its index among the processes of that role.
     """
 
-    cluster: dict
+    cluster: dict[str, Any]
     kind: str
-    index: int
+    # TF_CONFIG's name for it, though it shadows `tuple.index`.
+    index: int  # type: ignore[assignment]
 
 
-def read_tf_config(value):
+def read_tf_config(value: str | None) -> ClusterTask:
     """Read `TF_CONFIG` as `tf.distribute.MultiWorkerMirroredStrategy` does.
 
     Args:

@@ -38,6 +38,8 @@ import os
 import pathlib
 import tempfile
 import time
+from collections.abc import Iterable
+from typing import Any, Self, TextIO, TypeGuard
 
 from kerasrnn_pipelines import durable
 from kerasrnn_pipelines.faults import RunFailed
@@ -75,12 +77,12 @@ class OutputInTheWay(RunFailed):
     run wrote; nothing was replaced, and the outputs wait staged."""
 
 
-def normalised(fingerprint):
+def normalised(fingerprint: dict[str, Any]) -> dict[str, Any]:
     """`fingerprint` as it reads back from JSON (tuples become lists)."""
     return json.loads(json.dumps(fingerprint, sort_keys=True))
 
 
-def differences(recorded, wanted):
+def differences(recorded: dict[str, Any], wanted: dict[str, Any]) -> str:
     """`--option X there, Y now` for every option whose value differs."""
     changes = []
     for name in sorted(set(recorded) | set(wanted)):
@@ -91,7 +93,7 @@ def differences(recorded, wanted):
     return "; ".join(changes)
 
 
-def is_chief_process(strategy):
+def is_chief_process(strategy: str) -> bool:
     """Whether this process writes the run's outputs.
 
     Always, except under `--strategy multiworker` on a worker that is not
@@ -109,7 +111,7 @@ def is_chief_process(strategy):
     return place.kind == "worker" and place.index == 0
 
 
-def is_entry_name(name):
+def is_entry_name(name: object) -> bool:
     """Whether `name` names an entry of the directory a discard may remove
     (whatever an edited `run.json` lists: never a path, `..`, the lock or
     the record)."""
@@ -120,7 +122,7 @@ def is_entry_name(name):
     )
 
 
-def read_record(path):
+def read_record(path: pathlib.Path) -> dict[str, Any] | None:
     """The parsed `run.json` of a directory, or None if it has none."""
     try:
         record = json.loads((path / RECORD).read_text())
@@ -132,18 +134,18 @@ def read_record(path):
     return record if isinstance(record, dict) else {}
 
 
-def is_run_record(record):
+def is_run_record(record: dict[str, Any] | None) -> TypeGuard[dict[str, Any]]:
     """Whether `record` (from `read_record`) is one a kerasrnn run wrote."""
-    return bool(record) and isinstance(record.get("task"), str)
+    return record is not None and isinstance(record.get("task"), str)
 
 
-def listed_outputs(record):
+def listed_outputs(record: dict[str, Any] | None) -> set[str]:
     """The entry names `record` lists as its run's committed outputs."""
     outputs = record.get("outputs") if record else None
     return set(filter(is_entry_name, outputs if isinstance(outputs, list) else []))
 
 
-def shown_entries(path, names):
+def shown_entries(path: pathlib.Path, names: Iterable[str]) -> str:
     """`a, b/, c/`: entry names of `path`, folders marked with `/`."""
     return ", ".join(
         name + ("/" if (path / name).is_dir() else "") for name in sorted(names)
@@ -167,7 +169,14 @@ class RunDirectory:
             chief, a scratch directory on the other workers.
     """
 
-    def __init__(self, path, task, fingerprint, lock, chief):
+    def __init__(
+        self,
+        path: pathlib.Path,
+        task: str,
+        fingerprint: dict[str, Any],
+        lock: TextIO | None,
+        chief: bool,
+    ) -> None:
         self.path = path
         self.task = task
         self.fingerprint = fingerprint
@@ -182,14 +191,15 @@ class RunDirectory:
             read_record(path)
         )
 
-    def owns(self, record):
+    def owns(self, record: dict[str, Any] | None) -> bool:
         """Whether `record` names this run (its task and fingerprint)."""
-        return bool(record) and (
+        return record is not None and (
             record.get("task"),
             record.get("fingerprint"),
         ) == (self.task, self.fingerprint)
 
-    def record(self, outputs=()):
+    def record(self, outputs: Iterable[str] = ()) -> dict[str, Any]:
+        """What `run.json` holds: the task, its fingerprint and `outputs`."""
         return {
             "task": self.task,
             "fingerprint": self.fingerprint,
@@ -197,26 +207,26 @@ class RunDirectory:
         }
 
     @property
-    def backup_dir(self):
+    def backup_dir(self) -> pathlib.Path:
         """`backup/`, which every worker reads and the chief writes."""
         return self.path / BACKUP
 
     @property
-    def staging_dir(self):
+    def staging_dir(self) -> pathlib.Path:
         """Where this process writes its final outputs before `commit`."""
         return self.work_dir / STAGING
 
-    def working_file(self, name):
+    def working_file(self, name: str) -> pathlib.Path:
         """`work_dir / name`, for the files written while training."""
         return self.work_dir / name
 
-    def start_staging(self):
+    def start_staging(self) -> pathlib.Path:
         """An empty `staging_dir` (a killed run's leftovers removed)."""
         durable.remove(self.staging_dir)
         self.staging_dir.mkdir(parents=True)
         return self.staging_dir
 
-    def commit(self, metrics_text):
+    def commit(self, metrics_text: str) -> None:
         """Move the staged outputs into place, then `metrics.json`, then
         remove the backup. Only the chief commits.
 
@@ -259,19 +269,19 @@ class RunDirectory:
         self.complete = True
         self.remove_leftovers()
 
-    def remove_leftovers(self):
+    def remove_leftovers(self) -> None:
         """Remove the backup and staging of a run whose outputs are all in
         place (left there by a kill right after `metrics.json`)."""
         durable.remove(self.backup_dir)
         durable.remove(self.staging_dir)
 
-    def discard(self, record):
+    def discard(self, record: dict[str, Any]) -> None:
         """Remove what the run of `record` (a kerasrnn run's) wrote: the
         outputs it lists and the working files every run writes."""
         for name in {*WORKING_FILES, *listed_outputs(record)}:
             durable.remove(self.path / name)
 
-    def begin(self, outputs=()):
+    def begin(self, outputs: Iterable[str] = ()) -> None:
         """Record this run as the directory's owner, with the `outputs` of
         it already in place (a resumed run killed while committing)."""
         durable.write_text(
@@ -279,20 +289,20 @@ class RunDirectory:
             json.dumps(self.record(outputs), indent=2) + "\n",
         )
 
-    def release(self):
+    def release(self) -> None:
         """Give up the lock (the end of the process does it too)."""
         if self.lock is not None:
             self.lock.close()
             self.lock = None
 
-    def __enter__(self):
+    def __enter__(self) -> Self:
         return self
 
-    def __exit__(self, *exc_info):
+    def __exit__(self, *exc_info: object) -> None:
         self.release()
 
 
-def open_lock_file(path):
+def open_lock_file(path: pathlib.Path) -> tuple[TextIO, bool]:
     """`(file, created)`: the `.lock` file of `path`, opened for writing
     without truncating it, and whether this call created it."""
     try:
@@ -306,7 +316,7 @@ def open_lock_file(path):
     return os.fdopen(descriptor, "r+"), created
 
 
-def take_lock(path):
+def take_lock(path: pathlib.Path) -> tuple[TextIO, bool]:
     """`(file, created)`: the exclusively locked `.lock` file of `path`, and
     whether this call created it (a refused claim removes it again).
 
@@ -334,7 +344,7 @@ def take_lock(path):
         lock.close()
 
 
-def read_holder(lock, patience=1.0):
+def read_holder(lock: TextIO, patience: float = 1.0) -> str:
     """The process id in a lock file another process holds, waiting up to
     `patience` seconds: the holder writes it once its claim is accepted,
     a few milliseconds after taking the lock."""
@@ -347,7 +357,7 @@ def read_holder(lock, patience=1.0):
         time.sleep(0.01)
 
 
-def name_holder(lock):
+def name_holder(lock: TextIO) -> None:
     """Write this process's id into the lock file, for refused claims."""
     lock.seek(0)
     lock.truncate()
@@ -355,7 +365,16 @@ def name_holder(lock):
     lock.flush()
 
 
-def refusal(path, task, wanted, record, entries, *, restart, overwrite):
+def refusal(
+    path: pathlib.Path,
+    task: str,
+    wanted: dict[str, Any],
+    record: dict[str, Any] | None,
+    entries: set[str],
+    *,
+    restart: bool,
+    overwrite: bool,
+) -> str | None:
     """Why this run may not use `path` with these options, or None when it
     may: an empty directory; this run's own; with `--restart`, a run of
     this task; with `--overwrite`, another task's run or files whose names
@@ -425,8 +444,14 @@ def refusal(path, task, wanted, record, entries, *, restart, overwrite):
 
 
 def claim_run_directory(
-    path, task, fingerprint, *, restart, overwrite, strategy="default"
-):
+    path: str | os.PathLike[str],
+    task: str,
+    fingerprint: dict[str, Any],
+    *,
+    restart: bool,
+    overwrite: bool,
+    strategy: str = "default",
+) -> RunDirectory:
     """Claim `path` for one run of `task`, or say why it cannot be used.
 
     Args:
@@ -494,6 +519,8 @@ def claim_run_directory(
         directory = RunDirectory(path, task, wanted, lock, chief)
         if not chief:
             return directory
+        # The chief took the lock above.
+        assert lock is not None
         name_holder(lock)
         if is_run_record(record) and (restart or record["task"] != task):
             # This task's run under --restart, or another task's under

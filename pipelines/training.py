@@ -36,10 +36,15 @@ metadata file without weights, which it silently resumes from with
 untrained weights; its `double_checkpoint` copies are not atomic either.
 """
 
+import contextlib
 import dataclasses
 import json
+import pathlib
 import sys
 import time
+import types
+from collections.abc import Iterable
+from typing import Any
 
 import keras
 import numpy as np
@@ -49,9 +54,11 @@ from kerasrnn_pipelines import history as epoch_log
 from kerasrnn_pipelines import run_directory as layout
 from kerasrnn_pipelines.backups import TrainingBackup
 from kerasrnn_pipelines.callbacks import save_weights_atomically, training_callbacks
-from kerasrnn_pipelines.console import summary
+from kerasrnn_pipelines.console import Headline, summary
 from kerasrnn_pipelines.distributed import fit_multiworker, is_multiworker, make_strategy
 from kerasrnn_pipelines.faults import RunFailed
+from kerasrnn_pipelines.options import RunConfig
+from kerasrnn_pipelines.run_directory import RunDirectory
 
 __all__ = ["RunContext", "RunFailed", "run_task"]
 
@@ -76,7 +83,12 @@ class RunContext:
             renames them into the run directory together.
     """
 
-    def __init__(self, config, strategy, run_directory):
+    def __init__(
+        self,
+        config: RunConfig,
+        strategy: tf.distribute.Strategy,
+        run_directory: RunDirectory,
+    ) -> None:
         self.config = config
         self.strategy = strategy
         self.directory = run_directory
@@ -89,15 +101,15 @@ class RunContext:
         )
 
     @property
-    def replicas(self):
+    def replicas(self) -> int:
         """Number of replicas the global batch is split across."""
         return self.strategy.num_replicas_in_sync
 
-    def scope(self):
+    def scope(self) -> contextlib.AbstractContextManager[Any]:
         """`strategy.scope()`: build and compile models inside it."""
         return self.strategy.scope()
 
-    def optimizer(self):
+    def optimizer(self) -> keras.optimizers.Optimizer:
         """Adam with `--learning-rate`, `--clipnorm` (eq:rnn-clip) and
         `--ema-momentum`.
 
@@ -107,7 +119,7 @@ class RunContext:
         is an optimizer variable, so backups carry it and a resumed run
         continues it.
         """
-        averaging = {}
+        averaging: dict[str, Any] = {}
         if self.config.ema_momentum is not None:
             averaging = {"use_ema": True, "ema_momentum": self.config.ema_momentum}
         return keras.optimizers.Adam(
@@ -116,7 +128,13 @@ class RunContext:
             **averaging,
         )
 
-    def compile(self, model, loss, metrics=None, weighted_metrics=None):
+    def compile(
+        self,
+        model: keras.Model,
+        loss: Any,
+        metrics: list[Any] | None = None,
+        weighted_metrics: list[Any] | None = None,
+    ) -> None:
         """Compile `model` with the shared optimizer; call inside `scope()`."""
         model.compile(
             optimizer=self.optimizer(),
@@ -125,7 +143,14 @@ class RunContext:
             weighted_metrics=weighted_metrics,
         )
 
-    def fit(self, model, train, validation=None, callbacks=(), epochs=None):
+    def fit(
+        self,
+        model: keras.Model,
+        train: tf.data.Dataset,
+        validation: tf.data.Dataset | None = None,
+        callbacks: Iterable[keras.callbacks.Callback] = (),
+        epochs: int | None = None,
+    ) -> dict[str, list[float]]:
         """Train `model` for `config.epochs`, resuming an interrupted run.
 
         Args:
@@ -150,7 +175,7 @@ class RunContext:
         backup = self.backup if self.is_chief else None
         # Keras's progress bar on a terminal; in a file, one line per epoch.
         progress_bar = self.is_chief and sys.stdout.isatty()
-        arguments = dict(
+        arguments: dict[str, Any] = dict(
             initial_epoch=start,
             epochs=epochs,
             callbacks=training_callbacks(
@@ -173,7 +198,7 @@ class RunContext:
             self.write_dir if self.is_chief else None,
         )
 
-    def save(self, model, export=True):
+    def save(self, model: keras.Model, export: bool = True) -> None:
         """Write `model.keras` and, with `export`, the SavedModel.
 
         `saved_model/` comes from `model.export`: a graph with the trained
@@ -186,7 +211,7 @@ class RunContext:
             model.export(str(self.write_dir / "saved_model"), verbose=False)
 
 
-def skip_shuffles(train, epochs):
+def skip_shuffles(train: tf.data.Dataset, epochs: int) -> None:
     """Bring `train`'s shuffle to where it stands after `epochs` epochs.
 
     The datasets reshuffle at every iterator made over them (a seeded
@@ -207,7 +232,12 @@ def skip_shuffles(train, epochs):
         iter(train)
 
 
-def resume(model, strategy, backup, run_directory):
+def resume(
+    model: keras.Model,
+    strategy: tf.distribute.Strategy,
+    backup: TrainingBackup,
+    run_directory: RunDirectory,
+) -> int:
     """Restore an interrupted run's backup into `model`, and its epoch log
     and good weights to match; return the number of finished epochs
     restored (0 for a fresh run).
@@ -234,7 +264,9 @@ def resume(model, strategy, backup, run_directory):
     return start
 
 
-def baseline_verdict(task_module, metrics):
+def baseline_verdict(
+    task_module: types.ModuleType, metrics: dict[str, Any]
+) -> tuple[bool | None, str | None]:
     """Whether the run's headline metric is worse than its own baseline.
 
     Reads the task's `HEADLINE_METRIC = (metric, baseline, better)`, with
@@ -262,14 +294,14 @@ def baseline_verdict(task_module, metrics):
     return worse, message
 
 
-def config_values(config):
+def config_values(config: RunConfig) -> dict[str, Any]:
     """The configuration's fields, name -> value."""
-    if dataclasses.is_dataclass(config):
-        return dataclasses.asdict(config)
-    return dict(vars(config))
+    return dataclasses.asdict(config)
 
 
-def run_task(task_module, config, run_directory):
+def run_task(
+    task_module: types.ModuleType, config: RunConfig, run_directory: RunDirectory
+) -> dict[str, Any]:
     """Run one task end to end into its claimed run directory.
 
     A complete run (see `RunDirectory.complete`) is reported, not trained
@@ -324,13 +356,15 @@ def run_task(task_module, config, run_directory):
         return report
 
 
-def print_summary(task, report, headline, directory):
+def print_summary(
+    task: str, report: dict[str, Any], headline: Headline | None, directory: pathlib.Path
+) -> None:
     """Print `kerasrnn_pipelines.console.summary`, flushed: a log file shows
     it as soon as the run ends."""
     print("\n".join(summary(task, report, headline, directory)), flush=True)
 
 
-def to_json(value):
+def to_json(value: Any) -> Any:
     """Plain Python numbers for NumPy/TensorFlow scalars."""
     if isinstance(value, (np.generic, np.ndarray)):
         return value.tolist()
