@@ -6,12 +6,26 @@ it emitted that token. A model that has learnt to align draws a rough
 diagonal.
 """
 
+from __future__ import annotations
+
 import io
+import os
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, TypeAlias
 
 import numpy as np
 
+if TYPE_CHECKING:
+    import matplotlib.figure
 
-def draw_alignments(examples, columns=4):
+#: One panel: `(source_tokens, output_tokens, weights)`, weights
+#: `(len(output_tokens), len(source_tokens))`, rows α_t.
+AlignmentExample: TypeAlias = tuple[list[str], list[str], np.ndarray]
+
+
+def draw_alignments(
+    examples: Sequence[AlignmentExample], columns: int = 4
+) -> matplotlib.figure.Figure:
     """A matplotlib figure of alignment heatmaps.
 
     Args:
@@ -47,7 +61,12 @@ def draw_alignments(examples, columns=4):
     return figure
 
 
-def write_alignments(examples, png_path, tensorboard_dir, step=0):
+def write_alignments(
+    examples: Sequence[AlignmentExample],
+    png_path: str | os.PathLike[str],
+    tensorboard_dir: str | os.PathLike[str],
+    step: int = 0,
+) -> None:
     """Save the heatmaps as `png_path` and log them to TensorBoard.
 
     Args:
@@ -71,7 +90,11 @@ def write_alignments(examples, png_path, tensorboard_dir, step=0):
         tf.summary.image("alignments", image, step=step)
 
 
-def alignment_examples(sources, outputs, alignments):
+def alignment_examples(
+    sources: Sequence[Sequence[str]],
+    outputs: Sequence[Sequence[str]],
+    alignments: np.ndarray,
+) -> list[AlignmentExample]:
     """Cut padded alignments to each example's real rows and columns.
 
     Args:

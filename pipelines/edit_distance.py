@@ -11,8 +11,10 @@ sequences (a word's pronunciations, a sentence's translation):
   G2P, the word error rate of speech recognition.
 """
 
+from collections.abc import Sequence
 
-def edit_distance(first, second):
+
+def edit_distance(first: Sequence[object], second: Sequence[object]) -> int:
     """Levenshtein distance between two token sequences (unit costs)."""
     previous = list(range(len(second) + 1))
     for i, a in enumerate(first, start=1):
@@ -25,7 +27,10 @@ def edit_distance(first, second):
     return previous[-1]
 
 
-def error_rates(predictions, references):
+def error_rates(
+    predictions: Sequence[Sequence[object]],
+    references: Sequence[Sequence[Sequence[object]]],
+) -> tuple[float, float]:
     """Sequence and token error rates of predictions against references.
 
     Args:

@@ -10,15 +10,21 @@ batches grouped by length (one dataset per length bucket, interleaved by
 this one.
 """
 
+from collections.abc import Iterable, Sequence, Sized
+from typing import Any
+
 import numpy as np
 import tensorflow as tf
 
+from kerasrnn.types import TensorLike
 from kerasrnn_pipelines.faults import MalformedRecord
 
 AUTOTUNE = tf.data.AUTOTUNE
 
 
-def check_sequences(sequences, name, dtype_kind="i"):
+def check_sequences(
+    sequences: Iterable[Any], name: str, dtype_kind: str = "i"
+) -> list[np.ndarray]:
     """Check that every record is a non-empty 1-D sequence of numbers.
 
     Args:
@@ -74,7 +80,9 @@ def check_sequences(sequences, name, dtype_kind="i"):
     return checked
 
 
-def check_aligned(inputs, labels, name):
+def check_aligned(
+    inputs: Sequence[Sized], labels: Sequence[Sized], name: str
+) -> None:
     """Check that each label sequence is as long as its input sequence.
 
     Raises:
@@ -93,8 +101,13 @@ def check_aligned(inputs, labels, name):
 
 
 def dense_batches(
-    features, labels, batch_size, shuffle, seed, drop_remainder=False
-):
+    features: np.ndarray,
+    labels: np.ndarray,
+    batch_size: int,
+    shuffle: bool,
+    seed: int | None,
+    drop_remainder: bool = False,
+) -> tf.data.Dataset:
     """Batches of fixed-shape arrays.
 
     Args:
@@ -118,13 +131,20 @@ def dense_batches(
     )
 
 
-def bucket_boundaries(lengths, buckets=8):
+def bucket_boundaries(lengths: Sequence[int] | np.ndarray, buckets: int = 8) -> list[int]:
     """Bucket edges at quantiles of the observed lengths (strictly rising)."""
     quantiles = np.quantile(lengths, np.linspace(0, 1, buckets + 1)[1:-1])
     return sorted({int(edge) + 1 for edge in quantiles})
 
 
-def bucketed_batches(inputs, labels, batch_size, shuffle, seed, buckets=8):
+def bucketed_batches(
+    inputs: list[np.ndarray],
+    labels: list[Any] | np.ndarray,
+    batch_size: int,
+    shuffle: bool,
+    seed: int | None,
+    buckets: int = 8,
+) -> tf.data.Dataset:
     """Padded batches of variable-length sequences, grouped by length.
 
     Sequences are padded with 0 (the id models mask; labels padded with 0
@@ -162,7 +182,7 @@ def bucketed_batches(inputs, labels, batch_size, shuffle, seed, buckets=8):
     bucket_of = np.searchsorted(boundaries, lengths, side="right")
     label_dtype = tf.as_dtype(np.asarray(labels[0]).dtype)
 
-    def to_example(x, y):
+    def to_example(x: TensorLike, y: TensorLike) -> tuple[TensorLike, TensorLike, TensorLike]:
         weight = (
             tf.ones_like(y, dtype=tf.float32)
             if per_step

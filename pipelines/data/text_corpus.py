@@ -15,7 +15,7 @@ import re
 SPEAKER = re.compile(r"^\*\*(.+?)\*\*\s*$")
 
 
-def play_paths():
+def play_paths() -> list[pathlib.Path]:
     """Paths of the plays' Markdown files, sorted.
 
     Raises:
@@ -31,7 +31,7 @@ def play_paths():
     return sorted(root.glob("*/*.md"))
 
 
-def markdown_to_text(markdown):
+def markdown_to_text(markdown: str) -> str:
     """One play's Markdown as plain text.
 
     `**HAMLET**` -> `HAMLET:`; headings, italics and bold markers and the
@@ -48,7 +48,7 @@ def markdown_to_text(markdown):
     return "\n".join(lines).strip() + "\n"
 
 
-def load_plays():
+def load_plays() -> list[tuple[str, str]]:
     """Every play as `(name, text)`, sorted by genre and name."""
     return [
         (path.stem, markdown_to_text(path.read_text(encoding="utf-8")))

@@ -8,10 +8,17 @@ that cannot happen; it turns that error into `DatasetNotOnDisk`, naming the
 dataset and the command that fetches it.
 """
 
+from collections.abc import Iterable
+from typing import Any
+
+import tensorflow as tf
+
 from kerasrnn_pipelines.faults import DatasetNotOnDisk
 
 
-def load_tfds(name, splits, data_dir=None):
+def load_tfds(
+    name: str, splits: Iterable[str], data_dir: str | None = None
+) -> tuple[list[tf.data.Dataset], Any]:
     """Load prepared TFDS splits as `tf.data.Dataset`s of feature dicts.
 
     Args:

@@ -15,6 +15,7 @@ Offline, `kerasrnn_pipelines.data.tfds.load_tfds` fails at once with
 
 import collections
 import dataclasses
+from collections.abc import Iterable, Sequence
 
 import tensorflow as tf
 
@@ -46,9 +47,9 @@ class TranslationConfig:
     batch_size: int = 64
     shuffle: bool = True
     seed: int = 0
-    data_dir: str = None
+    data_dir: str | None = None
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         for field in ("vocabulary_size", "max_length", "batch_size"):
             value = getattr(self, field)
             if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
@@ -58,18 +59,21 @@ class TranslationConfig:
                 )
 
 
-def words_of(text):
+def words_of(text: bytes) -> list[str]:
     """Lower-cased whitespace tokens of a UTF-8 byte string."""
     return text.decode("utf-8").lower().split()
 
 
-def most_frequent(sentences, size):
+def most_frequent(sentences: Iterable[Sequence[str]], size: int) -> seq2seq.Vocabulary:
+    """The vocabulary of the `size` words most frequent in `sentences`."""
     counts = collections.Counter(word for sentence in sentences for word in sentence)
     ranked = sorted(counts, key=lambda word: -counts[word])  # stable: first seen wins ties
     return seq2seq.Vocabulary(ranked[:size])
 
 
-def load_translation(config=TranslationConfig()):
+def load_translation(
+    config: TranslationConfig = TranslationConfig(),
+) -> tuple[dict[str, tf.data.Dataset], seq2seq.Vocabulary, seq2seq.Vocabulary]:
     """Read, encode and batch the train/validation/test splits.
 
     Returns:
@@ -83,9 +87,10 @@ def load_translation(config=TranslationConfig()):
     """
     splits = ("train", "validation", "test")
     datasets, _ = load_tfds(config.name, list(splits), data_dir=config.data_dir)
-    pairs = {}
+    pairs: dict[str, tuple[list[list[str]], list[list[str]]]] = {}
     for split, dataset in zip(splits, datasets):
-        sources, targets = [], []
+        sources: list[list[str]] = []
+        targets: list[list[str]] = []
         for example in dataset.as_numpy_iterator():
             source = words_of(example[config.source_language])[: config.max_length]
             target = words_of(example[config.target_language])[: config.max_length]
