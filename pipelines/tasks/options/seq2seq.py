@@ -114,7 +114,7 @@ class Seq2SeqConfig(RunConfig):
         training=False,
     )
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         super().__post_init__()
         # Both would train without a word and change nothing: Bahdanau and
         # no attention have no attentional vector to feed, and one

