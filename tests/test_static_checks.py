@@ -1,4 +1,5 @@
-"""The repository lints clean, kerasrnn type-checks, and the public API is documented and typed.
+"""The repository lints clean, kerasrnn and the pipelines type-check, and
+the public API is documented and typed.
 
 ruff and mypy read their settings from pyproject.toml. The public API is
 every name in `kerasrnn.__all__` and `kerasrnn.seq2seq.__all__` (the public
@@ -13,6 +14,7 @@ import inspect
 import pathlib
 import subprocess
 import sys
+import tomllib
 import types
 
 import pytest
@@ -39,8 +41,22 @@ def test_ruff_finds_nothing_in_the_repository():
     run_checker("ruff", "check", "--output-format", "concise", ".")
 
 
+def test_mypy_checks_kerasrnn_and_the_pipelines_under_their_import_names():
+    # The pipelines are read through a link named as they are imported
+    # (pyproject.toml says why); a path of another name would check them
+    # as another package, and one left out would not check them at all.
+    mypy = tomllib.loads((REPOSITORY / "pyproject.toml").read_text())["tool"]["mypy"]
+    checked = {
+        (REPOSITORY / path).name: (REPOSITORY / path).resolve() for path in mypy["files"]
+    }
+    assert checked == {
+        "kerasrnn": REPOSITORY / "kerasrnn",
+        "kerasrnn_pipelines": REPOSITORY / "pipelines",
+    }
+
+
 @pytest.mark.slow
-def test_mypy_finds_nothing_in_kerasrnn():
+def test_mypy_finds_nothing_in_kerasrnn_or_the_pipelines():
     # The cache (.mypy_cache, ignored by git) makes a second run take seconds
     # instead of the half minute a fresh clone's first run takes.
     run_checker("mypy")
@@ -192,8 +208,6 @@ def test_every_public_name_has_a_docstring_and_type_hints():
 
 
 def test_the_distribution_ships_the_typed_marker():
-    import tomllib
-
     setuptools = tomllib.loads((REPOSITORY / "pyproject.toml").read_text())["tool"]["setuptools"]
     assert (REPOSITORY / "kerasrnn" / "py.typed").is_file()
     assert "py.typed" in setuptools["package-data"]["kerasrnn"]
