@@ -15,6 +15,9 @@ The convention for code blocks in `README.md` and `docs/**/*.md`:
 
 A block that fails fails its page's test naming the file and the line of
 the block, with the traceback's lines in the page.
+
+The README's blocks run as a reader runs them, as one script in a fresh
+Python process, whose stderr must hold no warning (see `warning_lines`).
 """
 
 import dataclasses
@@ -34,6 +37,8 @@ import bs4
 import keras
 import pytest
 import yaml
+
+from tests.isolated import subprocess_env
 
 REPOSITORY = pathlib.Path(__file__).resolve().parents[1]
 DOCS = REPOSITORY / "docs"
@@ -119,6 +124,83 @@ def run_page(path, directory, monkeypatch):
         keras.backend.clear_session()
 
 
+# A page's blocks as one script, in a fresh interpreter: argv[1] the blocks
+# (JSON), argv[2] where to write the failure, if a block fails.
+PAGE_SCRIPT = """\
+import json
+import pathlib
+import sys
+import traceback
+
+namespace = {"__name__": "__main__"}
+for block in json.loads(pathlib.Path(sys.argv[1]).read_text(encoding="utf-8")):
+    code = compile("\\n" * (block["line"] - 1) + block["source"], block["path"], "exec")
+    try:
+        exec(code, namespace)
+    except Exception as error:
+        pathlib.Path(sys.argv[2]).write_text(
+            f"{block['where']}: the block failed with {type(error).__name__}: {error}\\n"
+            + "".join(traceback.format_exception(error)[-6:]),
+            encoding="utf-8",
+        )
+        sys.exit(1)
+"""
+
+
+def run_page_as_a_script(path, directory):
+    """Run the page's Python blocks in order as one script in a fresh Python
+    process, inside `directory`, with TensorFlow's default log level (the
+    suite's own quieter one is not the reader's); fail naming the file and
+    line of the block that fails. Returns the process's stderr."""
+    blocks = directory / "blocks.json"
+    blocks.write_text(
+        json.dumps(
+            [
+                {"path": str(block.path), "line": block.line, "source": block.source,
+                 "where": block.where}
+                for block in runnable_blocks(path)
+            ]
+        ),
+        encoding="utf-8",
+    )
+    failure = directory / "failure.txt"
+    environment = subprocess_env()
+    del environment["TF_CPP_MIN_LOG_LEVEL"]
+    completed = subprocess.run(
+        [sys.executable, "-c", PAGE_SCRIPT, str(blocks), str(failure)],
+        capture_output=True,
+        text=True,
+        cwd=directory,
+        env=environment,
+        timeout=600,
+    )
+    if completed.returncode != 0:
+        if failure.exists():
+            pytest.fail(failure.read_text(encoding="utf-8"), pytrace=False)
+        pytest.fail(completed.stderr[-3000:], pytrace=False)
+    return completed.stderr
+
+
+#: What a warning looks like on stderr: Python's `warnings` (Keras's
+#: included), TensorFlow's Python logger, absl's Python logger.
+WARNING_LINE = re.compile(
+    r"^(?:.+:\d+: \w*Warning: .*|WARNING:tensorflow:.*|W\d{4} [\d:.]+ +\d+ \S+\.py:\d+\] .*)$",
+    re.MULTILINE,
+)
+
+
+def warning_lines(stderr):
+    """The warnings in a process's `stderr`, one line each.
+
+    TensorFlow's C++ log lines are not among them: the start-up ones are
+    printed while `import keras` loads TensorFlow, before any block imports
+    kerasrnn, and the reader sets which others show with
+    `TF_CPP_MIN_LOG_LEVEL` before that import (kerasrnn leaves it alone:
+    see kerasrnn/__init__.py).
+    """
+    return WARNING_LINE.findall(stderr)
+
+
 def pages():
     return [README, *sorted(DOCS.rglob("*.md"))]
 
@@ -138,9 +220,19 @@ def page_params():
     return params
 
 
+# Pages run as a reader's script in a fresh process, whose stderr is checked:
+# the README's quickstarts are the first code most readers run. (In the
+# suite's process TensorFlow is loaded long before a page runs.)
+SCRIPT_PAGES = {"README.md"}
+
+
 @pytest.mark.parametrize("path", page_params())
 def test_page_python_blocks_run(path, tmp_path, monkeypatch):
-    run_page(path, tmp_path, monkeypatch)
+    if path.name in SCRIPT_PAGES:
+        stderr = run_page_as_a_script(path, tmp_path)
+        assert not warning_lines(stderr), "\n".join(warning_lines(stderr))
+    else:
+        run_page(path, tmp_path, monkeypatch)
 
 
 def test_blocks_are_found_with_their_lines(tmp_path):
@@ -184,6 +276,34 @@ def test_a_failing_block_names_its_file_and_line(tmp_path, monkeypatch):
     message = str(failure.value)
     assert f"{page}:8: the block failed with ValueError: no" in message
     assert f'File "{page}", line 9' in message
+
+
+def test_a_failing_block_of_a_script_page_names_its_file_and_line(tmp_path):
+    page = tmp_path / "page.md"
+    page.write_text("```python\nx = 1\n```\n\n```python\ny = x\nraise ValueError('no')\n```\n")
+    with pytest.raises(pytest.fail.Exception) as failure:
+        run_page_as_a_script(page, tmp_path)
+    message = str(failure.value)
+    assert f"{page}:6: the block failed with ValueError: no" in message
+    assert f'File "{page}", line 7' in message
+
+
+def test_warnings_on_a_script_page_s_stderr_are_found(tmp_path):
+    page = tmp_path / "page.md"
+    page.write_text(
+        "```python\n"
+        "import logging, sys, warnings\n"
+        "logging.basicConfig()  # TensorFlow's logger's format\n"
+        "print('a line of output', file=sys.stderr)\n"
+        "warnings.warn('the first')\n"
+        "logging.getLogger('tensorflow').warning('the second')\n"
+        "```\n"
+    )
+    stderr = run_page_as_a_script(page, tmp_path)
+    found = warning_lines(stderr)
+    assert len(found) == 2
+    assert found[0].startswith(f"{page}:5: UserWarning: the first")
+    assert found[1] == "WARNING:tensorflow:the second"
 
 
 def test_not_run_blocks_say_why():
