@@ -5,7 +5,7 @@
 prints one line per word: the word, a tab, its ARPAbet phonemes. It reads
 `model.tflite` and `vocabulary.json` from the run directory and needs only
 NumPy and `ai-edge-litert`: no TensorFlow, no kerasrnn. The steps are the
-ones `vocabulary.json` describes (see `kerasrnn.seq2seq.litert`): text to
+ones `vocabulary.json` describes (see `kerasrnn.export.seq2seq_litert`): text to
 token ids, the signature of the shortest bucket that holds the word, the
 best hypothesis back to tokens. A word longer than the file's
 `max_source_length` is refused (exit status 1), since the file would read
@@ -143,7 +143,7 @@ def is_count(value):
 def check_vocabulary(vocabulary, path):
     """Raise `UnusableRun` naming `path` and the key unless `vocabulary`, the
     parsed `vocabulary.json`, holds what the client reads, as the contract
-    of `kerasrnn.seq2seq.litert` writes it."""
+    of `kerasrnn.export.seq2seq_litert` writes it."""
     if not isinstance(vocabulary, dict):
         raise UnusableRun(
             f"{path} must hold a JSON object, the vocabulary of a seq2seq LiteRT "

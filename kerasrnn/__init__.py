@@ -36,8 +36,8 @@ from kerasrnn.params import LayerParams, ParamReport, explain_params, param_coun
 #: Public name -> (module, attribute of it, or None for the module itself).
 _NEEDS_TENSORFLOW = {
     "seq2seq": ("kerasrnn.seq2seq", None),
-    "export_litert": ("kerasrnn.litert", "export_litert"),
-    "count_litert_operators": ("kerasrnn.litert", "count_litert_operators"),
+    "export_litert": ("kerasrnn.export.cell_litert", "export_litert"),
+    "count_litert_operators": ("kerasrnn.export.converter", "count_litert_operators"),
 }
 
 __all__ = [

@@ -18,7 +18,7 @@
   `UNKNOWN_ID`.
 - `export_serving`, `StringSeq2Seq`: a string-in, string-out SavedModel.
 - `export_litert`: ids in, ids out, encoder and beam search in one LiteRT
-  file, with `vocabulary.json` beside it (`kerasrnn.seq2seq.litert`).
+  file, with `vocabulary.json` beside it (`kerasrnn.export.seq2seq_litert`).
 """
 
 from kerasrnn.optional_tensorflow import missing_tensorflow
@@ -30,6 +30,8 @@ try:
 except ImportError as error:
     raise missing_tensorflow("kerasrnn.seq2seq", error) from None
 
+from kerasrnn.export.seq2seq_litert import export_litert
+from kerasrnn.export.seq2seq_savedmodel import StringSeq2Seq, export_serving
 from kerasrnn.seq2seq.attention import (
     ATTENTIONS,
     BahdanauAttention,
@@ -42,7 +44,6 @@ from kerasrnn.seq2seq.decoding import (
     sample_decode,
 )
 from kerasrnn.seq2seq.ensemble import Seq2SeqEnsemble
-from kerasrnn.seq2seq.litert import export_litert
 from kerasrnn.seq2seq.loss import SequenceCrossEntropy, next_token_log_probs
 from kerasrnn.seq2seq.model import CONTEXTS, Seq2Seq
 from kerasrnn.seq2seq.protocol import DecodableModel, DecoderStep
@@ -52,7 +53,6 @@ from kerasrnn.seq2seq.schedules import (
     LinearSamplingSchedule,
     SamplingSchedule,
 )
-from kerasrnn.seq2seq.serving import StringSeq2Seq, export_serving
 from kerasrnn.seq2seq.teacher_forcing import teacher_forcing_pair
 from kerasrnn.seq2seq.vocabulary import (
     END_ID,

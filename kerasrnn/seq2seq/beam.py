@@ -2,7 +2,7 @@
 
 `beam_search_decode` (`kerasrnn.seq2seq.decoding`, and through it
 `export_serving`'s SavedModel) runs `beam_step` in a `tf.while_loop`;
-`export_litert` (`kerasrnn.seq2seq.litert`) runs it in a Python loop of
+`export_litert` (`kerasrnn.export.seq2seq_litert`) runs it in a Python loop of
 `max_target_length` steps, which converts to a LiteRT file without a `WHILE`
 loop. The drivers differ only in how they keep the hypotheses' tokens: the
 while loop reorders whole hypotheses at every step, the unrolled loop keeps

@@ -44,7 +44,7 @@ An ensemble's right-to-left members rescore beam search's hypotheses (see
 
 Beam search's step, its placeholders and its final ranking are
 `kerasrnn.seq2seq.beam`'s, which the LiteRT export
-(`kerasrnn.seq2seq.litert`) runs unrolled: both give the same beam.
+(`kerasrnn.export.seq2seq_litert`) runs unrolled: both give the same beam.
 """
 
 from __future__ import annotations

@@ -19,12 +19,12 @@ import numpy as np
 import pytest
 
 import kerasrnn
-from kerasrnn.litert import (
+from kerasrnn.export.cell_litert import export_litert
+from kerasrnn.export.converter import (
     QUANTIZE_OPTIONS,
     check_litert_path,
     check_quantize,
     convert_concrete_functions,
-    export_litert,
     write_atomically,
 )
 from tests.isolated import run_without

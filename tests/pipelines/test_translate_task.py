@@ -121,7 +121,7 @@ def test_quick_run_on_mock_data_writes_outputs_and_serves(
         print(json.dumps([text.decode() for text in result["outputs"].numpy()]))
         """
     outputs = last_json(run_without(PROJECT, program, timeout=180))
-    # The empty sentence reads as "" (documented in kerasrnn.seq2seq.serving);
+    # The empty sentence reads as "" (documented in kerasrnn.export.seq2seq_savedmodel);
     # every output is at most --max-length words, none of them reserved.
     assert outputs[1] == ""
     for output in outputs:

@@ -13,7 +13,7 @@ import tensorflow as tf
 
 import kerasrnn
 from kerasrnn import seq2seq
-from kerasrnn.seq2seq.litert import unrolled_beam_search
+from kerasrnn.export.seq2seq_litert import unrolled_beam_search
 from tests.isolated import PROJECT, last_json, run_without
 
 LETTERS = list("abcdef")

@@ -11,7 +11,7 @@ from tensorflow.core.protobuf import saved_model_pb2
 
 import kerasrnn
 from kerasrnn import seq2seq
-from kerasrnn.seq2seq.serving import BATCH_STEP, LENGTH_STEP, padded_to_bucket
+from kerasrnn.export.seq2seq_savedmodel import BATCH_STEP, LENGTH_STEP, padded_to_bucket
 from tests.isolated import PROJECT, last_json, run_without
 
 # Every test here exports or serves a SavedModel.
@@ -178,7 +178,7 @@ def test_ids_are_padded_to_the_documented_buckets(batch, lengths, padded_batch, 
 @pytest.mark.parametrize("separator", ["", "-+-"])
 def test_output_tokens_are_joined_by_the_separator(exported, separator):
     model, source, target, _ = exported
-    module = seq2seq.serving.StringSeq2Seq(
+    module = seq2seq.StringSeq2Seq(
         model, source, target, separator=separator, beam_width=BEAM,
         max_input_length=MAX_INPUT, max_output_length=6,
     )
@@ -255,7 +255,7 @@ def test_tokens_no_text_can_reach_are_named_in_a_warning(tokens, options, unreac
     model = seq2seq.Seq2Seq(vocabulary.size, 7, kerasrnn.GRUCell(3), embedding_dim=2)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        seq2seq.serving.StringSeq2Seq(
+        seq2seq.StringSeq2Seq(
             model, vocabulary, seq2seq.Vocabulary(PHONES[:3]), **options
         )
     messages = [str(w.message) for w in caught if issubclass(w.category, UserWarning)]

@@ -12,7 +12,7 @@ from tensorflow.python.framework.convert_to_constants import (
 )
 
 from kerasrnn import seq2seq
-from kerasrnn.seq2seq.serving import source_lookup_table
+from kerasrnn.export.seq2seq_savedmodel import source_lookup_table
 
 COLLECTION = tf.compat.v1.GraphKeys.TABLE_INITIALIZERS
 

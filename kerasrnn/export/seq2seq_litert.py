@@ -56,7 +56,7 @@ The contract, for a client in any language:
 
 Why the graph has this shape: LiteRT runs a fixed-shape graph fastest when
 no loop is left in it. The encoder's recurrences step their cells through
-an unrolled loop of `max_source_length` steps (`kerasrnn.litert`'s, which
+an unrolled loop of `max_source_length` steps (`kerasrnn.export.rnn_loop`'s, which
 also masks the backward direction right) and the beam search is a Python
 loop of `max_target_length` steps, so the file holds no `WHILE` loop and
 no tensor list. An unrolled loop cannot stop early: every call runs all
@@ -88,14 +88,17 @@ from typing import Any
 
 import tensorflow as tf
 
-from kerasrnn.litert import (
-    _recurrent_layers,
-    _traceable_for_litert,
+from kerasrnn.export.converter import (
     check_litert_path,
     check_quantize,
     convert_concrete_functions,
     write_atomically,
 )
+from kerasrnn.export.rnn_loop import (
+    recurrent_layers,
+    traceable_for_litert,
+)
+from kerasrnn.export.seq2seq_savedmodel import SPLITS
 from kerasrnn.seq2seq.beam import beam_step, initial_beam, rank_beam
 from kerasrnn.seq2seq.decoding import (
     DecodeResult,
@@ -106,7 +109,6 @@ from kerasrnn.seq2seq.decoding import (
     read_left_to_right,
 )
 from kerasrnn.seq2seq.protocol import DecodableModel
-from kerasrnn.seq2seq.serving import SPLITS
 from kerasrnn.seq2seq.vocabulary import (
     END_ID,
     PAD_ID,
@@ -180,7 +182,7 @@ def export_litert(
         separator: The string that joins the target tokens.
         lowercase: Whether source text is lower-cased first.
         quantize: None (float32), `"float16"` or `"dynamic_int8"`
-            (`kerasrnn.litert.QUANTIZE_OPTIONS`).
+            (`kerasrnn.export.converter.QUANTIZE_OPTIONS`).
 
     Returns:
         The contents written to `vocabulary.json`, a dict.
@@ -233,7 +235,7 @@ def export_litert(
         serve = beam_search_graph(model, beam_width, target_length, length_penalty, with_alignments)
         # Every recurrence unrolled: the encoder over the source length, a
         # rescorer's teacher-forced decoder over the target's.
-        with _traceable_for_litert(_recurrent_layers(model), source_length):
+        with traceable_for_litert(recurrent_layers(model), source_length):
             functions[name] = tf.function(
                 serve, input_signature=[spec], autograph=False
             ).get_concrete_function()

@@ -1,0 +1,13 @@
+"""What kerasrnn's models become outside Keras.
+
+- `converter`: the LiteRT converter as every exporter uses it (argument
+  checks, freezing, builtin ops only, the check that the file runs, atomic
+  writes, operator counts);
+- `rnn_loop`: Keras's recurrent layers stepped through loops LiteRT runs;
+- `cell_litert`: `kerasrnn.export_litert`, recurrent Keras models as LiteRT
+  files;
+- `seq2seq_litert`: `kerasrnn.seq2seq.export_litert`, an encoder-decoder
+  and its beam search as a LiteRT file with `vocabulary.json`;
+- `seq2seq_savedmodel`: `kerasrnn.seq2seq.export_serving`, a string-in,
+  string-out SavedModel.
+"""
