@@ -14,6 +14,19 @@ raises an `ImportError` that says so in one line.
 import importlib
 from typing import Any
 
+# Importing Keras loads TensorFlow on its default backend, which prints its
+# start-up lines (oneDNN, the CUDA stub, later a failed cuInit on a machine
+# without a GPU). kerasrnn leaves them, and TensorFlow's log level, alone on
+# purpose. They are written from C++ before the log level applies, so only
+# redirecting the process's file descriptor 2 would hide them, and most
+# programs have loaded TensorFlow through `import keras` before they import
+# kerasrnn anyway. Setting `TF_CPP_MIN_LOG_LEVEL` here would hide
+# TensorFlow's later warnings from the whole process and every process it
+# starts, and only when kerasrnn happened to be imported first. What a
+# program shows is its own choice: `kerasrnn-train` holds the start-up back
+# (kerasrnn_pipelines.console), a script sets `TF_CPP_MIN_LOG_LEVEL` before
+# its first import. Warnings that kerasrnn's own calls would cause are
+# fixed where they arise instead.
 import keras
 
 from kerasrnn import bptt
