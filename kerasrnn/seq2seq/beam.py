@@ -122,7 +122,7 @@ def gather_rows(tensor: TensorLike, parents: TensorLike) -> TensorLike:
 
 
 def reorder_rows(tensors: list[TensorLike], parents: TensorLike) -> list[TensorLike]:
-    """`gather_rows` of every tensor, with ONE gather per dtype: the tensors
+    """`gather_rows` of every tensor, with one gather per dtype: the tensors
     of static shape are packed side by side, gathered and split again.
 
     Every gather, reshape and split is an operator of the unrolled LiteRT

@@ -13,6 +13,7 @@ import tensorflow as tf
 
 import kerasrnn
 from kerasrnn import seq2seq
+from kerasrnn.export.converter import count_litert_operators
 from kerasrnn.export.seq2seq_litert import unrolled_beam_search
 from tests.isolated import PROJECT, last_json, run_without
 
@@ -316,6 +317,18 @@ def test_vocabulary_json_says_how_text_becomes_ids(exported):
     assert written["target_text"] == {"separator": " "}
     assert written["outputs"] == ["target_ids", "scores", "alignments"]
     assert vocabularies["right_to_left"]["outputs"] == ["target_ids", "scores"]
+
+
+@pytest.mark.slow
+def test_files_hold_no_loop(exported):
+    """The encoder and the beam search are unrolled in every signature, a
+    rescorer whose attention feeds its cell included (the ensemble's)."""
+    _, directory, _, contracts, _ = exported
+    for name in contracts:
+        operators = count_litert_operators(directory / name / "model.tflite")
+        assert set(operators) == set(contracts[name]), name
+        for signature, kinds in operators.items():
+            assert "WHILE" not in kinds, (name, signature)
 
 
 @pytest.mark.slow
