@@ -385,6 +385,33 @@ def test_every_page_and_notebook_is_in_the_navigation():
     assert sorted(nav) == sorted(pages_on_disk)
 
 
+#: How the markdown cell that follows a notebook's figure begins.
+FIGURE_DESCRIPTION = "**Reading the figure.** "
+
+
+def test_every_notebook_figure_is_described():
+    """A code cell that draws a figure is followed by a markdown cell that
+    says what it shows and what to read from it, for readers of the site
+    and of screen readers, who cannot see the image."""
+    import nbformat
+
+    missing = []
+    for path in sorted((REPOSITORY / "notebooks").glob("*.ipynb")):
+        cells = nbformat.read(path, as_version=4).cells
+        for index, cell in enumerate(cells):
+            draws = cell.cell_type == "code" and any(
+                "image/png" in output.get("data", {}) for output in cell.outputs
+            )
+            following = cells[index + 1] if index + 1 < len(cells) else None
+            if draws and not (
+                following is not None
+                and following.cell_type == "markdown"
+                and following.source.startswith(FIGURE_DESCRIPTION)
+            ):
+                missing.append(f"{path.name}: cell {index}")
+    assert not missing, f"figures without a {FIGURE_DESCRIPTION!r} cell after them: {missing}"
+
+
 def build_site(directory):
     """`mkdocs build --strict` into `directory`: the return code and the
     warnings and errors it printed."""
