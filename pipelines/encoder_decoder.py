@@ -20,7 +20,7 @@ import numpy as np
 
 from kerasrnn import seq2seq
 from kerasrnn.types import TensorLike
-from kerasrnn_pipelines.console import held_back_native_output
+from kerasrnn_pipelines.console import held_back_native_output, progress
 from kerasrnn_pipelines.litert import export_among_outputs
 from kerasrnn_pipelines.recurrent import make_cell
 from kerasrnn_pipelines.tasks.options.seq2seq import Seq2SeqConfig
@@ -175,7 +175,7 @@ def beam_search(
 LITERT_BATCH = 256
 
 
-def export_litert(
+def export_model(
     model: seq2seq.Seq2Seq | seq2seq.Seq2SeqEnsemble,
     context: RunContext,
     source_vocabulary: seq2seq.Vocabulary,
@@ -183,20 +183,47 @@ def export_litert(
     *,
     beam_width: int,
     length_penalty: float,
-    **options: Any,
+    max_source_length: int,
+    max_target_length: int,
+    buckets: Sequence[tuple[int, int]] = (),
+    **text: Any,
 ) -> pathlib.Path | None:
-    """Write `model.tflite` and `vocabulary.json` among the run's outputs
-    (the chief only; see `kerasrnn.seq2seq.export_litert`).
+    """Write the run's servable files among its outputs (the chief only):
+    `saved_model/` (`kerasrnn.seq2seq.export_serving`), and `model.tflite`
+    with `vocabulary.json` (`kerasrnn.seq2seq.export_litert`), saying
+    before each what it writes.
+
+    Both decode with the run's beam search and read the same sources: at
+    most `max_source_length` tokens (the SavedModel reads the first that
+    many of a longer source; the LiteRT file's client refuses it) and at
+    most `max_target_length` answer tokens.
 
     Args:
         beam_width, length_penalty: The run's beam search (`--beam-width`,
             `--length-penalty`).
-        options: `max_source_length`, `max_target_length`, `buckets` and the
-            text options (`split`, `separator`, `lowercase`).
+        max_source_length, max_target_length: The bounds both files share.
+        buckets: The LiteRT file's further signatures, `(source length,
+            target length)` each.
+        text: How text becomes tokens and back, for both files (`split`,
+            `separator`, `lowercase`).
 
     Returns:
-        The path written, or None on a worker that writes no outputs.
+        The LiteRT file's path, or None on a worker that writes no outputs.
     """
+    if context.is_chief:
+        progress("exporting SavedModel (saved_model/)...")
+        seq2seq.export_serving(
+            model,
+            context.write_dir / "saved_model",
+            source_vocabulary,
+            target_vocabulary,
+            beam_width=beam_width,
+            length_penalty=length_penalty,
+            max_input_length=max_source_length,
+            max_output_length=max_target_length,
+            **text,
+        )
+    progress("exporting model.tflite (LiteRT)...", context.is_chief)
     return export_among_outputs(
         context,
         lambda path: seq2seq.export_litert(
@@ -206,7 +233,10 @@ def export_litert(
             target_vocabulary,
             beam_width=beam_width,
             length_penalty=length_penalty,
-            **options,
+            max_source_length=max_source_length,
+            max_target_length=max_target_length,
+            buckets=buckets,
+            **text,
         ),
     )
 

@@ -413,16 +413,7 @@ def run(config: G2PConfig, context: RunContext) -> dict[str, Any]:
     max_length = longest + 4
     model = encoder_decoder.train(config, context, letters, phonemes, train, validation)
     context.save(model, export=False)
-    if context.is_chief:
-        progress("exporting SavedModel (saved_model/)...")
-        seq2seq.export_serving(
-            model, context.write_dir / "saved_model", letters, phonemes,
-            beam_width=config.beam_width, length_penalty=config.length_penalty,
-            max_input_length=max(len(word) for word, _ in splits["train"]) * 2,
-            max_output_length=max_length,
-        )
-    progress("exporting model.tflite (LiteRT)...", context.is_chief)
-    litert_path = encoder_decoder.export_litert(
+    litert_path = encoder_decoder.export_model(
         model,
         context,
         letters,

@@ -156,16 +156,7 @@ def run(config: TranslateConfig, context: RunContext) -> dict[str, Any]:
         datasets["train"], datasets["validation"],
     )
     context.save(model, export=False)
-    if context.is_chief:
-        seq2seq.export_serving(
-            model, context.write_dir / "saved_model",
-            source_vocabulary, target_vocabulary,
-            split="whitespace", separator=" ", lowercase=True,
-            beam_width=config.beam_width, length_penalty=config.length_penalty,
-            max_input_length=config.max_length,
-            max_output_length=config.max_length + 1,
-        )
-    litert_path = encoder_decoder.export_litert(
+    litert_path = encoder_decoder.export_model(
         model,
         context,
         source_vocabulary,
@@ -175,6 +166,8 @@ def run(config: TranslateConfig, context: RunContext) -> dict[str, Any]:
         max_source_length=config.max_length,
         max_target_length=config.max_length + 1,
         split="whitespace",
+        separator=" ",
+        lowercase=True,
     )
 
     test_loss = model.evaluate(datasets["test"], verbose=0, return_dict=True)["loss"]
