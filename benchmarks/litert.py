@@ -91,7 +91,7 @@ def g2p_model(run, quick):
     untrained (its SavedModel then None: exported by the caller)."""
     from kerasrnn_pipelines import encoder_decoder
     from kerasrnn_pipelines.tasks import g2p
-    from kerasrnn_pipelines.tasks.options.g2p import G2PConfig
+    from kerasrnn_pipelines.tasks.options.g2p_config import G2PConfig
 
     if run is None:
         config = G2PConfig(**(G2PConfig.QUICK if quick else {}))

@@ -97,7 +97,7 @@ def untrained_default(directory, quick):
     from kerasrnn import seq2seq
     from kerasrnn_pipelines import encoder_decoder
     from kerasrnn_pipelines.tasks import g2p
-    from kerasrnn_pipelines.tasks.options.g2p import G2PConfig
+    from kerasrnn_pipelines.tasks.options.g2p_config import G2PConfig
 
     config = G2PConfig(**(G2PConfig.QUICK if quick else {}))
     splits = g2p.load_words(config)

@@ -1,6 +1,6 @@
 """The encoder-decoder the seq2seq options describe, trained and decoded.
 
-`kerasrnn_pipelines.tasks.options.seq2seq` defines the options g2p and translate
+`kerasrnn_pipelines.tasks.options.seq2seq_config` defines the options g2p and translate
 share; here they become a `kerasrnn.seq2seq.Seq2Seq`, its scheduled
 sampling, its training (the learning rate held, then halved at each of the
 last four epochs), its beam search, and its LiteRT export (`model.tflite`
@@ -21,9 +21,9 @@ import numpy as np
 from kerasrnn import seq2seq
 from kerasrnn.types import TensorLike
 from kerasrnn_pipelines.console import held_back_native_output, progress
-from kerasrnn_pipelines.litert import export_among_outputs
+from kerasrnn_pipelines.litert_outputs import export_among_outputs
 from kerasrnn_pipelines.recurrent import make_cell
-from kerasrnn_pipelines.tasks.options.seq2seq import Seq2SeqConfig
+from kerasrnn_pipelines.tasks.options.seq2seq_config import Seq2SeqConfig
 
 if TYPE_CHECKING:
     import tensorflow as tf

@@ -47,12 +47,12 @@ TASKS = {
 
 #: Task name -> `module:class` of its configuration; imported to parse.
 CONFIGS = {
-    "forecast": "kerasrnn_pipelines.tasks.options.forecast:ForecastConfig",
-    "classify": "kerasrnn_pipelines.tasks.options.classify:ClassifyConfig",
-    "charlm": "kerasrnn_pipelines.tasks.options.charlm:CharLMConfig",
-    "tag": "kerasrnn_pipelines.tasks.options.tag:TagConfig",
-    "g2p": "kerasrnn_pipelines.tasks.options.g2p:G2PConfig",
-    "translate": "kerasrnn_pipelines.tasks.options.translate:TranslateConfig",
+    "forecast": "kerasrnn_pipelines.tasks.options.forecast_config:ForecastConfig",
+    "classify": "kerasrnn_pipelines.tasks.options.classify_config:ClassifyConfig",
+    "charlm": "kerasrnn_pipelines.tasks.options.charlm_config:CharLMConfig",
+    "tag": "kerasrnn_pipelines.tasks.options.tag_config:TagConfig",
+    "g2p": "kerasrnn_pipelines.tasks.options.g2p_config:G2PConfig",
+    "translate": "kerasrnn_pipelines.tasks.options.translate_config:TranslateConfig",
 }
 
 

@@ -39,7 +39,7 @@ from kerasrnn_pipelines.data.tfds import load_tfds
 from kerasrnn_pipelines.recurrent import recurrent_stack
 
 if TYPE_CHECKING:
-    from kerasrnn_pipelines.tasks.options.charlm import CharLMConfig
+    from kerasrnn_pipelines.tasks.options.charlm_config import CharLMConfig
     from kerasrnn_pipelines.training import RunContext
 
 HEADLINE_METRIC = ("val_bits_per_char", "unigram_bits_per_char", "lower")

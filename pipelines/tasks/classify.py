@@ -35,13 +35,13 @@ from kerasrnn_pipelines.data.batching import (
 )
 from kerasrnn_pipelines.data.digits import load_digit_sequences
 from kerasrnn_pipelines.data.tfds import load_tfds
-from kerasrnn_pipelines.litert import Predict, litert_metrics, write_litert
+from kerasrnn_pipelines.litert_outputs import Predict, litert_metrics, write_litert
 from kerasrnn_pipelines.recurrent import recurrent_stack
 
 if TYPE_CHECKING:
     import tensorflow as tf
 
-    from kerasrnn_pipelines.tasks.options.classify import ClassifyConfig
+    from kerasrnn_pipelines.tasks.options.classify_config import ClassifyConfig
     from kerasrnn_pipelines.training import RunContext
 
 HEADLINE_METRIC = ("test_accuracy", "baseline_test_accuracy", "higher")

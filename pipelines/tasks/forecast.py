@@ -23,14 +23,14 @@ import numpy as np
 
 from kerasrnn_pipelines.data.batching import dense_batches
 from kerasrnn_pipelines.data.sunspots import load_sunspots, one_step_windows
-from kerasrnn_pipelines.litert import Predict, litert_metrics, write_litert
+from kerasrnn_pipelines.litert_outputs import Predict, litert_metrics, write_litert
 from kerasrnn_pipelines.recurrent import recurrent_layer
-from kerasrnn_pipelines.tasks.options.forecast import TEST_YEARS, TRAIN_YEARS
+from kerasrnn_pipelines.tasks.options.forecast_config import TEST_YEARS, TRAIN_YEARS
 
 if TYPE_CHECKING:
     import tensorflow as tf
 
-    from kerasrnn_pipelines.tasks.options.forecast import ForecastConfig
+    from kerasrnn_pipelines.tasks.options.forecast_config import ForecastConfig
     from kerasrnn_pipelines.training import RunContext
 
 HEADLINE_METRIC = ("test_rmse", "persistence_rmse", "lower")

@@ -75,12 +75,12 @@ from kerasrnn_pipelines.console import progress
 from kerasrnn_pipelines.data import cmudict as cmudict_data
 from kerasrnn_pipelines.data.batching import AUTOTUNE, bucketed_batches
 from kerasrnn_pipelines.data.cmudict import Entry
-from kerasrnn_pipelines.litert import litert_file_metrics
+from kerasrnn_pipelines.litert_outputs import litert_file_metrics
 from kerasrnn_pipelines.options import CELLS
 from kerasrnn_pipelines.run_directory import TENSORBOARD
 
 if TYPE_CHECKING:
-    from kerasrnn_pipelines.tasks.options.g2p import G2PConfig
+    from kerasrnn_pipelines.tasks.options.g2p_config import G2PConfig
     from kerasrnn_pipelines.training import RunContext
 
 HEADLINE_METRIC = ("test_per", "baseline_per", "lower")

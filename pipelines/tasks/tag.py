@@ -43,13 +43,13 @@ from kerasrnn_pipelines.data.batching import (
     check_sequences,
 )
 from kerasrnn_pipelines.data.tfds import load_tfds
-from kerasrnn_pipelines.litert import litert_metrics, write_litert
+from kerasrnn_pipelines.litert_outputs import litert_metrics, write_litert
 from kerasrnn_pipelines.recurrent import recurrent_stack
 
 if TYPE_CHECKING:
     import tensorflow as tf
 
-    from kerasrnn_pipelines.tasks.options.tag import TagConfig
+    from kerasrnn_pipelines.tasks.options.tag_config import TagConfig
     from kerasrnn_pipelines.training import RunContext
 
 HEADLINE_METRIC = ("test_token_accuracy", "baseline_token_accuracy", "higher")

@@ -54,13 +54,13 @@ from typing import TYPE_CHECKING, Any
 from kerasrnn import seq2seq
 from kerasrnn_pipelines import edit_distance, encoder_decoder
 from kerasrnn_pipelines.data.translation import TranslationConfig, load_translation
-from kerasrnn_pipelines.litert import litert_file_metrics
-from kerasrnn_pipelines.tasks.options.translate import CORPORA
+from kerasrnn_pipelines.litert_outputs import litert_file_metrics
+from kerasrnn_pipelines.tasks.options.translate_config import CORPORA
 
 if TYPE_CHECKING:
     import tensorflow as tf
 
-    from kerasrnn_pipelines.tasks.options.translate import TranslateConfig
+    from kerasrnn_pipelines.tasks.options.translate_config import TranslateConfig
     from kerasrnn_pipelines.training import RunContext
 
 HEADLINE_METRIC = ("test_token_error_rate", "baseline_token_error_rate", "lower")

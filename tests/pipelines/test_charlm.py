@@ -12,7 +12,7 @@ import tensorflow_datasets as tfds
 from kerasrnn.seq2seq import Vocabulary
 from kerasrnn_pipelines.options import ConfigError
 from kerasrnn_pipelines.tasks import charlm
-from kerasrnn_pipelines.tasks.options.charlm import CharLMConfig
+from kerasrnn_pipelines.tasks.options.charlm_config import CharLMConfig
 from tests.pipelines.conftest import read_metrics
 
 

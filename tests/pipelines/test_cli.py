@@ -13,8 +13,8 @@ import pytest
 from kerasrnn_pipelines import cli, options
 from kerasrnn_pipelines.options import ConfigError
 from kerasrnn_pipelines.tasks import CONFIGS, TASKS, load_config_class, load_task
-from kerasrnn_pipelines.tasks.options.forecast import ForecastConfig
-from kerasrnn_pipelines.tasks.options.g2p import G2PConfig
+from kerasrnn_pipelines.tasks.options.forecast_config import ForecastConfig
+from kerasrnn_pipelines.tasks.options.g2p_config import G2PConfig
 from tests.isolated import REPOSITORY, subprocess_env
 
 # The options every task's command line has.
@@ -433,7 +433,7 @@ def test_cell_names_and_contexts_are_those_of_kerasrnn():
 
     import kerasrnn
     from kerasrnn import seq2seq
-    from kerasrnn_pipelines.tasks.options import seq2seq as seq2seq_options
+    from kerasrnn_pipelines.tasks.options import seq2seq_config as seq2seq_options
 
     for class_name in options.CELLS.values():
         assert issubclass(getattr(kerasrnn, class_name), keras.layers.Layer)

@@ -13,7 +13,7 @@ from kerasrnn import seq2seq
 from kerasrnn_pipelines import encoder_decoder
 from kerasrnn_pipelines.cli import main
 from kerasrnn_pipelines.run_directory import claim_run_directory
-from kerasrnn_pipelines.tasks.options.g2p import G2PConfig
+from kerasrnn_pipelines.tasks.options.g2p_config import G2PConfig
 from kerasrnn_pipelines.training import RunContext
 from tests.pipelines.interruptions import KillAtEpochBegin, Killed
 

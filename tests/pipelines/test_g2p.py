@@ -10,7 +10,7 @@ from kerasrnn import seq2seq
 from kerasrnn_pipelines import edit_distance, encoder_decoder
 from kerasrnn_pipelines.cli import main
 from kerasrnn_pipelines.tasks import g2p
-from kerasrnn_pipelines.tasks.options.g2p import G2PConfig
+from kerasrnn_pipelines.tasks.options.g2p_config import G2PConfig
 from tests.isolated import PROJECT, last_json, run_without
 
 

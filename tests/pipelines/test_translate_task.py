@@ -9,7 +9,7 @@ import tensorflow_datasets as tfds
 from kerasrnn_pipelines import edit_distance
 from kerasrnn_pipelines.cli import main, parse_config
 from kerasrnn_pipelines.tasks import load_task, translate
-from kerasrnn_pipelines.tasks.options.translate import CORPORA, TranslateConfig
+from kerasrnn_pipelines.tasks.options.translate_config import CORPORA, TranslateConfig
 from tests.isolated import PROJECT, last_json, run_without
 
 

@@ -4,7 +4,7 @@ import dataclasses
 from typing import Any, ClassVar
 
 from kerasrnn_pipelines.options import option, positive_int
-from kerasrnn_pipelines.tasks.options.seq2seq import Seq2SeqConfig
+from kerasrnn_pipelines.tasks.options.seq2seq_config import Seq2SeqConfig
 
 #: The (source, target) feature keys of every `ted_hrlr_translate`
 #: configuration, as TFDS 4.9 lists them; the configuration's name drops

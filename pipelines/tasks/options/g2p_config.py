@@ -4,7 +4,7 @@ import dataclasses
 from typing import Any, ClassVar
 
 from kerasrnn_pipelines.options import non_negative_int, option, switch
-from kerasrnn_pipelines.tasks.options.seq2seq import Seq2SeqConfig
+from kerasrnn_pipelines.tasks.options.seq2seq_config import Seq2SeqConfig
 
 
 @dataclasses.dataclass(frozen=True)
