@@ -10,6 +10,10 @@
   the mean of their next-token distributions; members built with
   `target_order="right_to_left"` read the target backwards and rescore beam
   search's hypotheses (`kerasrnn.seq2seq.target_order`).
+- `Distiller`, `distillation_loss`, `teacher_logits`: a small student
+  trained on a teacher's next-token distributions (token-level knowledge
+  distillation); `teacher_targets`: a teacher's beam answers as training
+  targets (sequence-level) (`kerasrnn.seq2seq.distillation`).
 - `greedy_decode`, `sample_decode`, `beam_search_decode`: compiled decoders,
   each returning a `DecodeResult`; they decode any `DecodableModel` (the
   protocol `Seq2Seq` and `Seq2SeqEnsemble` implement), whose `decode_step`
@@ -43,6 +47,12 @@ from kerasrnn.seq2seq.decoding import (
     greedy_decode,
     sample_decode,
 )
+from kerasrnn.seq2seq.distillation import (
+    Distiller,
+    distillation_loss,
+    teacher_logits,
+    teacher_targets,
+)
 from kerasrnn.seq2seq.ensemble import Seq2SeqEnsemble
 from kerasrnn.seq2seq.loss import SequenceCrossEntropy, next_token_log_probs
 from kerasrnn.seq2seq.model import CONTEXTS, Seq2Seq
@@ -69,6 +79,7 @@ __all__ = [
     "DecodableModel",
     "DecodeResult",
     "DecoderStep",
+    "Distiller",
     "LuongAttention",
     "END_ID",
     "ExponentialSamplingSchedule",
@@ -84,10 +95,13 @@ __all__ = [
     "UNKNOWN_ID",
     "Vocabulary",
     "beam_search_decode",
+    "distillation_loss",
     "export_litert",
     "export_serving",
     "greedy_decode",
     "next_token_log_probs",
     "sample_decode",
     "teacher_forcing_pair",
+    "teacher_logits",
+    "teacher_targets",
 ]

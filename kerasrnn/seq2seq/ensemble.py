@@ -59,6 +59,19 @@ from kerasrnn.types import Config, ShapeLike, TensorLike
 from kerasrnn.validation import check_number
 
 
+def mixture_log_probs(member_log_probs: TensorLike) -> TensorLike:
+    """log (1/N) Σ_k p_k: the members' next-token distributions mixed.
+
+    Args:
+        member_log_probs: `(N, ..., V)` float log p_k of N members.
+
+    Returns:
+        `(..., V)`: the mixture's log-probabilities (normalised when each
+        member's are), computed without leaving log space.
+    """
+    return ops.logsumexp(member_log_probs, axis=0) - math.log(member_log_probs.shape[0])
+
+
 @keras.saving.register_keras_serializable(package="kerasrnn")
 class Seq2SeqEnsemble(keras.Model):
     """Seq2Seq members whose next-token probabilities are averaged.
@@ -279,7 +292,7 @@ class Seq2SeqEnsemble(keras.Model):
             )
             new_states.extend(step.states)
             alignments.append(step.alignment)
-        mixed = ops.logsumexp(ops.stack(log_probs), axis=0) - math.log(len(log_probs))
+        mixed = mixture_log_probs(ops.stack(log_probs))
         alignment = None
         if self.has_attention:
             alignment = ops.mean(ops.stack(alignments), axis=0)
@@ -368,9 +381,7 @@ class Seq2SeqEnsemble(keras.Model):
             else:
                 logits = member({"source": source_ids, "decoder_input": decoder_input})
             member_log_probs.append(next_token_log_probs(logits))
-        mixed = tf.reduce_logsumexp(tf.stack(member_log_probs), axis=0) - math.log(
-            len(member_log_probs)
-        )
+        mixed = mixture_log_probs(tf.stack(member_log_probs))
         picked = tf.gather(mixed, targets, batch_dims=2)
         return tf.reduce_sum(tf.where(targets != PAD_ID, picked, 0.0), axis=-1)
 

@@ -1,0 +1,344 @@
+"""Knowledge distillation: a small student `Seq2Seq` trained on what a
+larger teacher (a `Seq2Seq` or a `Seq2SeqEnsemble`) knows.
+
+Token level (Hinton, Vinyals & Dean 2015, "Distilling the knowledge in a
+neural network"; Kim & Rush 2016's word-level distillation). Under teacher
+forcing, at every real target position t the student learns the labels and
+the teacher's whole next-token distribution:
+
+    L = (1 − w)·CE(y_t, p_S) + w·τ²·KL(p_T^τ ‖ p_S^τ),   p^τ = softmax(z / τ),
+
+averaged over the real target tokens (padding excluded) as
+`SequenceCrossEntropy` averages them. The temperature τ softens both
+distributions so that the teacher's ranking of the wrong tokens shows; τ²
+keeps the KL term's gradients on the scale of the cross-entropy's as τ
+changes. An ensemble teacher's distribution is the mixture its decoders
+step with, (1/N) Σ_k p_k over its decoding members: distilling an ensemble
+into one model is how Sun et al. 2019 ("Token-level ensemble distillation
+for grapheme-to-phoneme conversion") obtain a single G2P model close to the
+ensemble. `Distiller` trains a student this way with `fit`.
+
+Sequence level (Kim & Rush 2016, "Sequence-level knowledge distillation"):
+the student is trained, with the ordinary loss, on the teacher's beam-search
+answers instead of (or besides) the references. `teacher_targets` produces
+them, and it needs no references: sources with no known answer become
+training pairs.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import keras
+import numpy as np
+import tensorflow as tf
+from keras import ops
+
+from kerasrnn.seq2seq.decoding import beam_search_decode
+from kerasrnn.seq2seq.ensemble import Seq2SeqEnsemble, mixture_log_probs
+from kerasrnn.seq2seq.model import Seq2Seq
+from kerasrnn.seq2seq.vocabulary import END_ID, PAD_ID
+from kerasrnn.types import TensorLike
+from kerasrnn.validation import check_number, check_positive_int
+
+#: What a teacher may be: a model the decoders accept.
+Teacher = Seq2Seq | Seq2SeqEnsemble
+
+
+def check_teacher(teacher: object) -> Teacher:
+    """`teacher` if it is a `Seq2Seq` or a `Seq2SeqEnsemble`, else a
+    ValueError naming it."""
+    if not isinstance(teacher, (Seq2Seq, Seq2SeqEnsemble)):
+        raise ValueError(
+            "Argument `teacher` must be a kerasrnn.seq2seq Seq2Seq or "
+            f"Seq2SeqEnsemble. Received: teacher={teacher!r}"
+        )
+    return teacher
+
+
+def teacher_logits(
+    teacher: Teacher, inputs: dict[str, TensorLike] | tuple[TensorLike, TensorLike]
+) -> TensorLike:
+    """The teacher's next-token distribution under teacher forcing, as logits.
+
+    Args:
+        teacher: A `Seq2Seq`, or a `Seq2SeqEnsemble`, run with
+            `training=False` (no dropout, no scheduled sampling).
+        inputs: `{"source": (batch, S), "decoder_input": (batch, T)}` int ids
+            (or the pair), as `teacher_forcing_pair` makes.
+
+    Returns:
+        `(batch, T, V)` float32: a `Seq2Seq`'s logits; for an ensemble, the
+        log-probabilities log (1/N) Σ_k p_k of its decoding members' mixture,
+        the distribution its `decode_step` decodes with (its right-to-left
+        rescorers take no part). softmax of either is the distribution.
+
+    Example:
+
+    >>> from kerasrnn import seq2seq
+    >>> members = [seq2seq.Seq2Seq(10, 7, kerasrnn.LSTMCell(4), embedding_dim=3)
+    ...            for _ in range(2)]
+    >>> batch = {"source": np.ones((2, 5)), "decoder_input": np.ones((2, 4))}
+    >>> logits = seq2seq.teacher_logits(seq2seq.Seq2SeqEnsemble(members), batch)
+    >>> tuple(logits.shape), bool(np.allclose(np.exp(logits).sum(-1), 1, atol=1e-5))
+    ((2, 4, 7), True)
+    """
+    teacher = check_teacher(teacher)
+    if isinstance(teacher, Seq2Seq):
+        return ops.cast(teacher(inputs, training=False), "float32")
+    return mixture_log_probs(
+        ops.stack(
+            [
+                ops.log_softmax(
+                    ops.cast(member(inputs, training=False), "float32"), axis=-1
+                )
+                for member in teacher.decoding_members()
+            ]
+        )
+    )
+
+
+def distillation_loss(
+    labels: TensorLike,
+    student_logits: TensorLike,
+    teacher_logits: TensorLike,
+    weight: float = 0.5,
+    temperature: float = 2.0,
+) -> TensorLike:
+    """Token-level distillation loss, the mean over real target tokens of
+    (1 − w)·CE(y_t, p_S) + w·τ²·KL(p_T^τ ‖ p_S^τ) (see the module doc).
+
+    The mean is `SequenceCrossEntropy`'s: padding positions (label 0) count
+    for nothing, and under a `tf.distribute` strategy each replica's sum is
+    divided by the real tokens of the whole global batch, so that the
+    replicas' summed gradients are one device's.
+
+    Args:
+        labels: `(batch, T)` int target ids, 0 for padding.
+        student_logits: `(batch, T, V)` the student's logits.
+        teacher_logits: `(batch, T, V)` the teacher's (`teacher_logits`);
+            no gradient flows into them.
+        weight: w in [0, 1]: 0 is `SequenceCrossEntropy` alone, 1 the
+            teacher alone.
+        temperature: τ > 0, applied to both distributions in the KL term.
+
+    Returns:
+        A float32 scalar (0 for a batch without real tokens).
+
+    Example:
+
+    >>> from kerasrnn import seq2seq
+    >>> labels = np.array([[5, 2, 0]])
+    >>> logits = np.log(np.full((1, 3, 6), 1 / 6))
+    >>> float(seq2seq.distillation_loss(labels, logits, logits, weight=1.0))
+    0.0
+    >>> round(float(seq2seq.distillation_loss(labels, logits, logits, weight=0.0)), 4)
+    1.7918
+    """
+    weight = check_number("weight", weight, low=0, high=1)
+    temperature = check_number("temperature", temperature, low=0, low_open=True)
+    labels = ops.cast(labels, "int32")
+    student_logits = ops.cast(student_logits, "float32")
+    teacher_logits = ops.stop_gradient(ops.cast(teacher_logits, "float32"))
+    cross_entropy = keras.losses.sparse_categorical_crossentropy(
+        labels, student_logits, from_logits=True
+    )
+    teacher_log_probs = ops.log_softmax(teacher_logits / temperature, axis=-1)
+    student_log_probs = ops.log_softmax(student_logits / temperature, axis=-1)
+    divergence = ops.sum(
+        ops.exp(teacher_log_probs) * (teacher_log_probs - student_log_probs), axis=-1
+    )
+    token_loss = (1.0 - weight) * cross_entropy + (
+        weight * temperature**2
+    ) * divergence
+    real = ops.not_equal(labels, PAD_ID)
+    tokens = ops.sum(ops.cast(real, "float32"))
+    replica = tf.distribute.get_replica_context()
+    if replica is not None and replica.num_replicas_in_sync > 1:
+        tokens = replica.all_reduce(tf.distribute.ReduceOp.SUM, tokens)
+    return ops.sum(ops.where(real, token_loss, 0.0)) / ops.maximum(tokens, 1.0)
+
+
+class Distiller(keras.Model):
+    """A student `Seq2Seq` trained by token-level distillation from a frozen
+    teacher (Hinton et al. 2015; Kim & Rush 2016; see the module doc).
+
+    `fit` takes the same `(inputs, labels)` batches as the student alone
+    (`teacher_forcing_pair`'s); each step calls the teacher on the batch
+    (`training=False`) and minimises `distillation_loss` over the student's
+    weights. Compile it with an optimizer (and metrics) but no loss. The
+    teacher's `trainable` is set to False. What one saves and decodes
+    afterwards is `distiller.student`.
+
+    Args:
+        student: The `Seq2Seq` to train.
+        teacher: A trained `Seq2Seq` or `Seq2SeqEnsemble` over the same
+            source and target vocabulary sizes, reading the target in the
+            same order as the student.
+        weight: w in [0, 1], the KL term's share of the loss.
+        temperature: τ > 0.
+        **kwargs: Passed to `keras.Model` (`name`, ...).
+
+    Call arguments:
+        inputs: `{"source": (batch, S), "decoder_input": (batch, T)}` int
+            ids (or the pair).
+        training: Whether the student's dropout and scheduled sampling
+            apply.
+
+    Returns:
+        The student's `(batch, T, V)` logits.
+
+    Example:
+
+    >>> from kerasrnn import seq2seq
+    >>> teacher = seq2seq.Seq2Seq(12, 12, kerasrnn.LSTMCell(64), attention="luong")
+    >>> student = seq2seq.Seq2Seq(12, 12, kerasrnn.LSTMCell(16))
+    >>> distiller = seq2seq.Distiller(student, teacher, weight=0.5, temperature=2.0)
+    >>> distiller.compile(keras.optimizers.Adam(0.01))
+    >>> distiller.fit(inputs, labels, epochs=5)  # doctest: +SKIP
+    >>> seq2seq.beam_search_decode(distiller.student, source_ids, 4, 20)  # doctest: +SKIP
+    """
+
+    def __init__(
+        self,
+        student: Seq2Seq,
+        teacher: Teacher,
+        weight: float = 0.5,
+        temperature: float = 2.0,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        if not isinstance(student, Seq2Seq):
+            raise ValueError(
+                "Argument `student` must be a kerasrnn.seq2seq Seq2Seq. "
+                f"Received: student={student!r}"
+            )
+        teacher = check_teacher(teacher)
+        for name in ("source_vocabulary_size", "target_vocabulary_size"):
+            student_size, teacher_size = getattr(student, name), getattr(teacher, name)
+            if student_size != teacher_size:
+                raise ValueError(
+                    f"Arguments `student` and `teacher` must share one {name}: "
+                    "the student learns the teacher's distribution token by "
+                    f"token. Received: student {name}={student_size}, "
+                    f"teacher {name}={teacher_size}"
+                )
+        if student.reads_right_to_left != teacher.reads_right_to_left:
+            raise ValueError(
+                "Arguments `student` and `teacher` must read the target in one "
+                "order: a right-to-left model's distribution at y_t is "
+                "conditioned on the tokens after it. Received: student "
+                f"target_order={student.target_order!r}, teacher reads right "
+                f"to left: {teacher.reads_right_to_left}"
+            )
+        self.weight = check_number("weight", weight, low=0, high=1)
+        self.temperature = check_number(
+            "temperature", temperature, low=0, low_open=True
+        )
+        self.student = student
+        self.teacher = teacher
+        self.teacher.trainable = False
+
+    def call(
+        self,
+        inputs: dict[str, TensorLike] | tuple[TensorLike, TensorLike],
+        training: bool | None = None,
+    ) -> TensorLike:
+        """The student's `(batch, T, V)` logits; see the call arguments."""
+        return self.student(inputs, training=training)
+
+    def compute_loss(
+        self,
+        x: Any = None,
+        y: TensorLike | None = None,
+        y_pred: TensorLike | None = None,
+        sample_weight: TensorLike | None = None,
+        training: bool = True,
+    ) -> TensorLike:
+        """`distillation_loss` of the batch, plus any losses the student's
+        layers add."""
+        if sample_weight is not None:
+            raise ValueError(
+                "Distiller.fit takes no sample weights: every real target "
+                "token counts once, as in SequenceCrossEntropy's mean. "
+                "Received: a sample_weight"
+            )
+        loss = distillation_loss(
+            y, y_pred, teacher_logits(self.teacher, x), self.weight, self.temperature
+        )
+        for extra in self.losses:
+            loss = loss + self._aggregate_additional_loss(extra)
+        return loss
+
+
+def teacher_targets(
+    teacher: Teacher,
+    source_ids: TensorLike,
+    beam_width: int = 4,
+    max_length: int = 32,
+    batch_size: int = 256,
+    length_penalty: float = 0.0,
+) -> np.ndarray:
+    """The teacher's best beam-search answers, as training targets for
+    sequence-level distillation (Kim & Rush 2016).
+
+    `teacher_forcing_pair(source_ids, targets)` turns them into the
+    `(inputs, labels)` a student trains on with `SequenceCrossEntropy`. The
+    sources need no reference answers: unlabelled sources become training
+    pairs.
+
+    Args:
+        teacher: A `Seq2Seq` or `Seq2SeqEnsemble` (its right-to-left
+            members rescore, as in `beam_search_decode`).
+        source_ids: `(n, S)` int ids padded with 0, as `beam_search_decode`
+            takes them.
+        beam_width: Positive int, the teacher's beam.
+        max_length: The most tokens per answer (`beam_search_decode`'s);
+            an answer that reaches it without `<end>` is kept as cut, so
+            choose it above the longest answer expected.
+        batch_size: Positive int, the sources decoded at a time.
+        length_penalty: `beam_search_decode`'s α.
+
+    Returns:
+        `(n, L)` int32 NumPy ids: row i the best answer to source i, in the
+        form `teacher_forcing_pair` takes, its tokens then padding (the
+        `<end>` the teacher emitted is dropped: `teacher_forcing_pair`
+        appends it to the labels). L is the longest answer's length (at
+        least 1).
+
+    Example:
+
+    >>> from kerasrnn import seq2seq
+    >>> teacher = seq2seq.Seq2Seq(12, 12, kerasrnn.LSTMCell(8), embedding_dim=4)
+    >>> targets = seq2seq.teacher_targets(teacher, np.array([[4, 5, 6], [7, 0, 0]]),
+    ...                                   beam_width=2, max_length=5)
+    >>> targets.shape[0], targets.dtype.name, targets.shape[1] <= 5
+    (2, 'int32', True)
+    >>> inputs, labels = seq2seq.teacher_forcing_pair(
+    ...     unlabelled_sources, seq2seq.teacher_targets(teacher, unlabelled_sources)
+    ... )  # doctest: +SKIP
+    """
+    teacher = check_teacher(teacher)
+    batch_size = check_positive_int("batch_size", batch_size)
+    if tf.is_tensor(source_ids):
+        source_ids = source_ids.numpy()
+    sources = np.asarray(source_ids)
+    if sources.ndim != 2 or 0 in sources.shape:
+        raise ValueError(
+            "Argument `source_ids` must be an (n, length) batch of ids with "
+            f"n ≥ 1 and length ≥ 1. Received: shape {sources.shape}"
+        )
+    answers = []
+    for start in range(0, len(sources), batch_size):
+        result = beam_search_decode(
+            teacher,
+            sources[start : start + batch_size],
+            beam_width=beam_width,
+            max_length=max_length,
+            length_penalty=length_penalty,
+        )
+        answers.append(result.sequences[:, 0].numpy())
+    targets = np.concatenate(answers)
+    targets[targets == END_ID] = PAD_ID
+    length = max(1, int((targets != PAD_ID).sum(axis=1).max()))
+    return targets[:, :length].astype(np.int32)
