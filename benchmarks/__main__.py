@@ -36,7 +36,7 @@ import tensorflow as tf  # noqa: E402
 
 from benchmarks import (  # noqa: E402
     cells,
-    decoding,
+    decoder_speed,
     input_pipeline,
     litert,
     scaling,
@@ -107,7 +107,7 @@ def main(argv=None):
                  pipeline_rows, ["task", "cell", "units", "batch", "epoch_batches",
                                  "input_examples_per_s", "model_examples_per_s", "ratio"])
 
-    decoding_rows = decoding.decoding_rows(quick=args.quick, repeats=repeats)
+    decoding_rows = decoder_speed.decoding_rows(quick=args.quick, repeats=repeats)
     print_table("decoding throughput, sequences/s: one tf.function vs a per-step Python loop",
                  decoding_rows, ["method", "batch", "max_length", "graph_seq_per_s",
                                  "xla_seq_per_s", "python_loop_seq_per_s", "graph_speedup",

@@ -118,14 +118,14 @@ def test_python_loop_decoders_compute_what_the_compiled_ones_do():
     import numpy as np
     import tensorflow as tf
 
-    from benchmarks import decoding
+    from benchmarks import decoder_speed
     from kerasrnn import seq2seq
 
-    model = decoding.build_model(16, 30, 72, 6)
+    model = decoder_speed.build_model(16, 30, 72, 6)
     source = tf.constant(
         np.random.default_rng(3).integers(seq2seq.END_ID + 1, 30, size=(8, 6)), tf.int32
     )
     greedy = seq2seq.greedy_decode(model, source, 8).sequences.numpy()
-    np.testing.assert_array_equal(decoding.python_greedy(model, source, 8), greedy)
+    np.testing.assert_array_equal(decoder_speed.python_greedy(model, source, 8), greedy)
     beams = seq2seq.beam_search_decode(model, source, 5, 8).sequences.numpy()
-    np.testing.assert_array_equal(decoding.python_beam_search(model, source, 5, 8), beams)
+    np.testing.assert_array_equal(decoder_speed.python_beam_search(model, source, 5, 8), beams)
