@@ -34,8 +34,11 @@ from kerasrnn_pipelines.training import RunContext, make_strategy
 
 def forecast_training(task, config, context):
     """Standardised sunspot windows; the Elman stack, MSE."""
-    splits, mean, scale = task.load_windows(config)
-    train = task.train_batches(config, splits, mean, scale)
+    splits, mean, scale = task.load_windows(config.window)
+    train = task.train_batches(
+        splits, mean, scale,
+        batch_size=config.batch_size, shuffle=config.shuffle, seed=config.seed,
+    )
     with context.scope():
         model = task.build_model(config)
         task.compile_model(model, context)
@@ -45,7 +48,9 @@ def forecast_training(task, config, context):
 def classify_training(task, config, context):
     """Digits row by row; the Bidirectional encoder, cross-entropy."""
     # The embedded digits: the TFDS source needs data that is not on disk.
-    datasets, classes, vocabulary = task.digit_data(config)
+    datasets, classes, vocabulary = task.digit_data(
+        batch_size=config.batch_size, shuffle=config.shuffle, seed=config.seed
+    )
     with context.scope():
         model = task.build_model(config, classes, vocabulary)
         task.compile_model(model, context)
@@ -54,7 +59,9 @@ def classify_training(task, config, context):
 
 def charlm_training(task, config, context):
     """Truncated-BPTT stream batches; the stateful character model."""
-    train_text, validation_text = task.load_texts(config)
+    train_text, validation_text = task.load_texts(
+        config.data, train_chars=config.train_chars, val_chars=config.val_chars
+    )
     vocabulary, train_ids, _ = task.encode_texts(train_text, validation_text)
     train = task.stream_batches(train_ids, config.batch_size, config.bptt)
     model = task.build_model(
@@ -66,8 +73,10 @@ def charlm_training(task, config, context):
 
 def tag_training(task, config, context):
     """Length-bucketed CMUDict stress batches; the Bidirectional tagger."""
-    splits, label_names = task.load_examples(config)
-    vocabulary, datasets = task.make_datasets(config, splits)
+    splits, label_names = task.load_examples(config.data, config.limit)
+    vocabulary, datasets = task.make_datasets(
+        splits, batch_size=config.batch_size, shuffle=config.shuffle, seed=config.seed
+    )
     with context.scope():
         model = task.build_model(config, vocabulary.size, len(label_names))
         task.compile_model(model, context)
@@ -79,7 +88,7 @@ def g2p_training(task, config, context):
     from kerasrnn import seq2seq
     from kerasrnn_pipelines import encoder_decoder
 
-    splits = task.load_words(config)
+    splits = task.load_words(stress=config.stress, limit=config.limit, seed=config.seed)
     letters, phonemes = task.make_vocabularies(splits["train"])
     train = task.pair_dataset(
         splits["train"], letters, phonemes, config.batch_size, True, config.seed

@@ -100,7 +100,7 @@ def g2p_model(run, quick):
         arguments = json.loads((run / "metrics.json").read_text())["args"]
         fields = {"stress", "limit", "seed", "beam_width", "length_penalty"}
         config = G2PConfig(**{key: arguments[key] for key in fields})
-    splits = g2p.load_words(config)
+    splits = g2p.load_words(stress=config.stress, limit=config.limit, seed=config.seed)
     letters, phonemes = g2p.make_vocabularies(splits["train"])
     if run is None:
         model = encoder_decoder.build_model(config, letters, phonemes)

@@ -100,7 +100,7 @@ def untrained_default(directory, quick):
     from kerasrnn_pipelines.tasks.options.g2p_config import G2PConfig
 
     config = G2PConfig(**(G2PConfig.QUICK if quick else {}))
-    splits = g2p.load_words(config)
+    splits = g2p.load_words(stress=config.stress, limit=config.limit, seed=config.seed)
     letters, phonemes = g2p.make_vocabularies(splits["train"])
     model = encoder_decoder.build_model(config, letters, phonemes)
     longest = max(len(p) for _, prons in splits["train"] for p in prons)
