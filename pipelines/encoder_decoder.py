@@ -21,7 +21,7 @@ import numpy as np
 from kerasrnn import seq2seq
 from kerasrnn.types import TensorLike
 from kerasrnn_pipelines.console import held_back_native_output, progress
-from kerasrnn_pipelines.litert_outputs import export_among_outputs
+from kerasrnn_pipelines.litert_outputs import export_among_outputs, exporter_quantize
 from kerasrnn_pipelines.recurrent import make_cell
 from kerasrnn_pipelines.tasks.options.seq2seq_config import Seq2SeqConfig
 
@@ -186,6 +186,7 @@ def export_model(
     max_source_length: int,
     max_target_length: int,
     buckets: Sequence[tuple[int, int]] = (),
+    litert_quantize: str,
     **text: Any,
 ) -> pathlib.Path | None:
     """Write the run's servable files among its outputs (the chief only):
@@ -204,6 +205,8 @@ def export_model(
         max_source_length, max_target_length: The bounds both files share.
         buckets: The LiteRT file's further signatures, `(source length,
             target length)` each.
+        litert_quantize: `--litert-quantize`, the precision of the LiteRT
+            file's weights (the SavedModel keeps float32).
         text: How text becomes tokens and back, for both files (`split`,
             `separator`, `lowercase`).
 
@@ -236,6 +239,7 @@ def export_model(
             max_source_length=max_source_length,
             max_target_length=max_target_length,
             buckets=buckets,
+            quantize=exporter_quantize(litert_quantize),
             **text,
         ),
     )

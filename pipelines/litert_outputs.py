@@ -5,9 +5,11 @@ the run's staged outputs, beside `saved_model/`: `run_task` renames it into
 place with the others before `metrics.json`, so a run killed before then
 writes it again when it resumes. `litert_metrics` runs the file through the
 LiteRT interpreter (`ai_edge_litert`, what a client without TensorFlow
-uses) and records its size, `litert_bytes`, and its operators per signature,
-`litert_operators`, beside what the task computes
-from its answers (`litert_test_rmse`, ...).
+uses) and records its size, `litert_bytes`, its operators per signature,
+`litert_operators`, and its weights' precision, `litert_quantize`
+(`--litert-quantize`), beside what the task computes from its answers
+(`litert_test_rmse`, ...): what the precision costs, set against the
+Keras model's own scores.
 """
 
 from __future__ import annotations
@@ -36,6 +38,12 @@ LITERT_BATCH = 256
 Predict: TypeAlias = Callable[[np.ndarray], np.ndarray]
 
 
+def exporter_quantize(litert_quantize: str) -> str | None:
+    """`--litert-quantize` as the exporters' `quantize` takes it
+    (`kerasrnn.export.converter.QUANTIZE_OPTIONS`): float32 is None."""
+    return None if litert_quantize == "float32" else litert_quantize
+
+
 def export_among_outputs(
     context: RunContext, export: Callable[[pathlib.Path], object]
 ) -> pathlib.Path | None:
@@ -58,7 +66,11 @@ def export_among_outputs(
 
 
 def write_litert(
-    context: RunContext, model: keras.Model, sequence_length: int | None = None
+    context: RunContext,
+    model: keras.Model,
+    sequence_length: int | None = None,
+    *,
+    litert_quantize: str,
 ) -> pathlib.Path | None:
     """Export `model` as `model.tflite` among the run's outputs.
 
@@ -67,13 +79,20 @@ def write_litert(
         model: The trained Keras model.
         sequence_length: The task's fixed number of steps (the time loop is
             unrolled), or None for sequences of any length (a `WHILE` loop).
+        litert_quantize: `--litert-quantize`, the precision of the file's
+            weights (`kerasrnn_pipelines.options.LITERT_QUANTIZE`).
 
     Returns:
         The path written, or None on a worker that writes no outputs.
     """
     return export_among_outputs(
         context,
-        lambda path: kerasrnn.export_litert(model, path, sequence_length=sequence_length),
+        lambda path: kerasrnn.export_litert(
+            model,
+            path,
+            sequence_length=sequence_length,
+            quantize=exporter_quantize(litert_quantize),
+        ),
     )
 
 
@@ -112,13 +131,15 @@ def litert_predictor(path: pathlib.Path) -> Predict:
     return predict
 
 
-def litert_file_metrics(path: pathlib.Path) -> dict[str, Any]:
-    """What `metrics.json` says of the file itself: `litert_bytes`, its
-    size, and `litert_operators`, signature -> the number of interpreter
-    operators it runs (`kerasrnn.count_litert_operators`), which sets its
-    time per call at batch 1."""
+def litert_file_metrics(path: pathlib.Path, litert_quantize: str) -> dict[str, Any]:
+    """What `metrics.json` says of the file itself: `litert_quantize`, the
+    precision of its weights as `--litert-quantize` asked for it,
+    `litert_bytes`, its size, and `litert_operators`, signature -> the
+    number of interpreter operators it runs (`kerasrnn.count_litert_operators`),
+    which sets its time per call at batch 1."""
     operators = kerasrnn.count_litert_operators(path)
     return {
+        "litert_quantize": litert_quantize,
         "litert_bytes": path.stat().st_size,
         "litert_operators": {key: sum(kinds.values()) for key, kinds in operators.items()},
     }
@@ -126,6 +147,7 @@ def litert_file_metrics(path: pathlib.Path) -> dict[str, Any]:
 
 def litert_metrics(
     path: pathlib.Path | None,
+    litert_quantize: str,
     evaluate: Callable[[Predict], dict[str, Any]],
 ) -> dict[str, Any]:
     """`litert_file_metrics` and the metrics `evaluate` computes through
@@ -133,6 +155,7 @@ def litert_metrics(
 
     Args:
         path: What `write_litert` returned (None on a worker: no metrics).
+        litert_quantize: The precision `write_litert` was given.
         evaluate: `evaluate(predict) -> dict`, the task's metrics from the
             answers of `litert_predictor(path)`.
 
@@ -142,7 +165,7 @@ def litert_metrics(
     """
     if path is None:
         return {}
-    metrics = litert_file_metrics(path)
+    metrics = litert_file_metrics(path, litert_quantize)
     try:
         predict = litert_predictor(path)
     except ImportError:

@@ -39,6 +39,11 @@ CELLS = {
 #: Distribution strategies `--strategy` accepts (see `kerasrnn_pipelines.distributed`).
 STRATEGIES = ("default", "mirrored", "multiworker")
 
+#: `--litert-quantize` values: `kerasrnn.export.converter.QUANTIZE_OPTIONS`
+#: with None spelled float32, written out because importing kerasrnn loads
+#: TensorFlow; a test holds the two equal.
+LITERT_QUANTIZE = ("float32", "float16", "dynamic_int8")
+
 #: `--seed` seeds NumPy, whose seeds are unsigned 32-bit integers.
 SEED_LIMIT = 2**32
 
@@ -451,3 +456,35 @@ class RecurrentStackConfig(RunConfig):
         "dropout after each recurrent layer (keras.layers.Dropout on its "
         "outputs), in [0, 1); see --cell-dropout for the cells' own",
     )
+
+
+@dataclasses.dataclass(frozen=True)
+class LiteRTConfig(RunConfig):
+    """The options of tasks that write `model.tflite` (every task but charlm)."""
+
+    litert_quantize: str = option(
+        "float32",
+        one_of(*LITERT_QUANTIZE),
+        "the weights of model.tflite: float32 (the reference: the SavedModel's "
+        "answers), float16 (half the bytes) or dynamic_int8 (weight matrices "
+        "of 1024 elements or more as int8: smaller and faster, some answers "
+        "differ); metrics.json scores the file through the interpreter",
+        training=False,
+    )
+
+    def fingerprint(self) -> dict[str, Any]:
+        """`RunConfig.fingerprint`, and `litert_quantize` unless it is float32.
+
+        The precision changes no weight, only `model.tflite`; it is in the
+        fingerprint all the same because a rerun finds a finished run
+        complete and exports nothing: left out, a rerun of a finished run
+        with another `--litert-quantize` would report the old file as the
+        one asked for. In it, that rerun is refused, naming the difference
+        (another `--out`, or `--restart`, which trains again). float32 is
+        left out so that runs recorded before the option existed, whose
+        files are float32, keep their fingerprint and still resume.
+        """
+        fingerprint = super().fingerprint()
+        if self.litert_quantize != "float32":
+            fingerprint["litert_quantize"] = self.litert_quantize
+        return fingerprint

@@ -205,7 +205,12 @@ def run(config: ClassifyConfig, context: RunContext) -> dict[str, Any]:
     context.fit(model, datasets["train"], datasets["validation"])
     context.save(model)
     # The digits' fixed 8 rows unroll; reviews keep a loop for any length.
-    litert = write_litert(context, model, sequence_length=model.inputs[0].shape[1])
+    litert = write_litert(
+        context,
+        model,
+        sequence_length=model.inputs[0].shape[1],
+        litert_quantize=config.litert_quantize,
+    )
     test_loss, test_accuracy = model.evaluate(datasets["test"], verbose=0)
 
     # The baseline is a yardstick, not the product: it trains on one
@@ -226,6 +231,7 @@ def run(config: ClassifyConfig, context: RunContext) -> dict[str, Any]:
         "baseline_test_accuracy": float(baseline_accuracy),
         **litert_metrics(
             litert,
+            config.litert_quantize,
             lambda predict: {"litert_test_accuracy": accuracy(predict, datasets["test"])},
         ),
     }

@@ -148,7 +148,9 @@ def run(config: ForecastConfig, context: RunContext) -> dict[str, Any]:
         compile_model(model, context)
     context.fit(model, train)
     context.save(model)
-    litert = write_litert(context, model, sequence_length=config.window)
+    litert = write_litert(
+        context, model, sequence_length=config.window, litert_quantize=config.litert_quantize
+    )
 
     def forecast(
         inputs: np.ndarray, predict: Predict = lambda x: model.predict(x, verbose=0)
@@ -165,6 +167,7 @@ def run(config: ForecastConfig, context: RunContext) -> dict[str, Any]:
         "test_years": list(TEST_YEARS),
         **litert_metrics(
             litert,
+            config.litert_quantize,
             lambda predict: {"litert_test_rmse": rmse(forecast(test_x, predict), test_y)},
         ),
     }

@@ -50,8 +50,9 @@ A run also writes `model.tflite` and `vocabulary.json`
 (`kerasrnn.seq2seq.export_litert`: letter ids in, phoneme ids out, the beam
 search inside, a signature per word-length bucket, `LITERT_SOURCE_BUCKETS`,
 except in a `--quick` run, whose file holds `serving_default` alone);
-`metrics.json` records its `litert_bytes` and its `litert_test_wer` and
-`litert_test_per` (stress removed), computed through the LiteRT interpreter.
+`metrics.json` records its `litert_quantize` (`--litert-quantize`), its
+`litert_bytes` and its `litert_test_wer` and `litert_test_per` (stress
+removed), computed through the LiteRT interpreter.
 
 Besides the epoch lines and the summary, a run prints what it trains and
 where its outputs go before training, and a line before each export and
@@ -379,12 +380,13 @@ def litert_metrics(
     references: Sequence[Sequence[Sequence[str]]],
     letters: seq2seq.Vocabulary,
     phonemes: seq2seq.Vocabulary,
+    litert_quantize: str,
 ) -> dict[str, Any]:
-    """`litert_bytes`, `litert_operators`, and the WER and PER (stress removed) of the
-    `model.tflite` at `path` on `words`, through the LiteRT interpreter
-    (`litert_test_wer`, `litert_test_per`; left out, with a note, where
-    `ai_edge_litert` is not installed)."""
-    metrics = litert_file_metrics(path)
+    """`litert_quantize`, `litert_bytes`, `litert_operators`, and the WER
+    and PER (stress removed) of the `model.tflite` at `path` on `words`,
+    through the LiteRT interpreter (`litert_test_wer`, `litert_test_per`;
+    left out, with a note, where `ai_edge_litert` is not installed)."""
+    metrics = litert_file_metrics(path, litert_quantize)
     try:
         answers = encoder_decoder.litert_beam_search(path, [letters.encode(w) for w in words])
     except ImportError:
@@ -425,6 +427,7 @@ def run(config: G2PConfig, context: RunContext) -> dict[str, Any]:
         # A --quick run's file holds serving_default only: each bucket is a
         # graph of its own to trace and convert, most of the export's time.
         buckets=[] if config.quick else litert_buckets(splits["train"], max_length),
+        litert_quantize=config.litert_quantize,
     )
 
     test_words = [word for word, _ in splits["test"]]
@@ -463,7 +466,11 @@ def run(config: G2PConfig, context: RunContext) -> dict[str, Any]:
             predictions, references, stress=True
         )
     if litert_path is not None:
-        metrics.update(litert_metrics(litert_path, test_words, references, letters, phonemes))
+        metrics.update(
+            litert_metrics(
+                litert_path, test_words, references, letters, phonemes, config.litert_quantize
+            )
+        )
     return {
         **metrics,
         "test_wer_by_length": wer_by_length(test_words, predictions, references),

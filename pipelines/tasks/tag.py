@@ -299,7 +299,7 @@ def run(config: TagConfig, context: RunContext) -> dict[str, Any]:
         compile_model(model, context)
     context.fit(model, datasets["train"], datasets["validation"])
     context.save(model)
-    litert = write_litert(context, model)
+    litert = write_litert(context, model, litert_quantize=config.litert_quantize)
 
     token_ids, references, predictions = predict_tags(model.predict_on_batch, datasets["test"])
     majority = majority_tagger(train_tokens, train_labels)
@@ -319,6 +319,7 @@ def run(config: TagConfig, context: RunContext) -> dict[str, Any]:
         "test_sequences": len(references),
         **litert_metrics(
             litert,
+            config.litert_quantize,
             lambda predict: {
                 "litert_test_token_accuracy": token_accuracy(
                     *predict_tags(lambda ids: predict(ids.numpy()), datasets["test"])[1:]

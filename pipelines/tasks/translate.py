@@ -37,9 +37,10 @@ make for the user.
 Outputs are the shared ones (`kerasrnn_pipelines.training`), plus
 `model.tflite` and `vocabulary.json` (`kerasrnn.seq2seq.export_litert`:
 word ids in, word ids out, the beam search inside; `metrics.json` records
-its `litert_bytes` and its `litert_test_token_error_rate`, computed through
-the LiteRT interpreter), except that `saved_model/` is the string-in,
-string-out export of `kerasrnn.seq2seq.export_serving` with `split="whitespace"`: its
+its `litert_quantize` (`--litert-quantize`), its `litert_bytes` and its
+`litert_test_token_error_rate`, computed through the LiteRT interpreter),
+except that `saved_model/` is the string-in, string-out export of
+`kerasrnn.seq2seq.export_serving` with `split="whitespace"`: its
 `serving_default` maps a sentence to its translation (words joined by
 spaces), beam search in the graph. Unlike training, where an unknown word
 reads as `<unk>`, the served model drops source words outside its
@@ -113,12 +114,14 @@ def litert_metrics(
     batches: tf.data.Dataset,
     references: list[list[list[str]]],
     target_vocabulary: seq2seq.Vocabulary,
+    litert_quantize: str,
 ) -> dict[str, Any]:
-    """`litert_bytes`, `litert_operators`, and `litert_test_token_error_rate`: the token error
+    """`litert_quantize`, `litert_bytes`, `litert_operators`, and
+    `litert_test_token_error_rate`: the token error
     rate of the `model.tflite` at `path` on the test `batches`, through the
     LiteRT interpreter (left out, with a note, where `ai_edge_litert` is not
     installed)."""
-    metrics = litert_file_metrics(path)
+    metrics = litert_file_metrics(path, litert_quantize)
     sources = [
         [token for token in row if token != seq2seq.PAD_ID]
         for inputs, _ in batches
@@ -168,6 +171,7 @@ def run(config: TranslateConfig, context: RunContext) -> dict[str, Any]:
         split="whitespace",
         separator=" ",
         lowercase=True,
+        litert_quantize=config.litert_quantize,
     )
 
     test_loss = model.evaluate(datasets["test"], verbose=0, return_dict=True)["loss"]
@@ -186,7 +190,9 @@ def run(config: TranslateConfig, context: RunContext) -> dict[str, Any]:
     _, baseline_token_error_rate = edit_distance.error_rates(copies, references)
     litert: dict[str, Any] = {}
     if litert_path is not None:
-        litert = litert_metrics(litert_path, datasets["test"], references, target_vocabulary)
+        litert = litert_metrics(
+            litert_path, datasets["test"], references, target_vocabulary, config.litert_quantize
+        )
     examples = [
         {"reference": " ".join(reference[0]), "prediction": " ".join(prediction)}
         for prediction, reference in zip(predictions[:5], references[:5])

@@ -181,6 +181,9 @@ def test_unknown_option_is_refused_with_the_valid_options(capsys):
         (["--strategy", "tpu"],
          "argument --strategy: must be one of default, mirrored, multiworker; received 'tpu'"),
         (["--data", "mnist"], "argument --data: must be one of embedded; received 'mnist'"),
+        (["--litert-quantize", "int8"],
+         "argument --litert-quantize: must be one of float32, float16, dynamic_int8; "
+         "received 'int8'"),
     ],
 )
 def test_bad_values_are_refused_naming_the_option(capsys, argv, fragment):
@@ -411,11 +414,17 @@ def test_fingerprint_holds_the_training_options_only():
     config = cli.parse_config(["g2p", "--quick", "--out", "elsewhere", "--restart"])
     fingerprint = config.fingerprint()
     json.dumps(fingerprint)
+    # --litert-quantize at its default, float32, is left out: a run recorded
+    # before the option existed keeps its fingerprint.
     left_out = {"out", "restart", "overwrite", "strategy", "quick", "preset",
-                "verbose", "beam_width", "length_penalty"}
+                "verbose", "beam_width", "length_penalty", "litert_quantize"}
     fields = {field.name for field in dataclasses.fields(config)}
     assert set(fingerprint) == fields - left_out
     assert fingerprint["limit"] == 6000 and fingerprint["learning_rate"] == 1e-2
+    # Another precision is in it: a finished run does not export again.
+    for precision in ("float16", "dynamic_int8"):
+        quantized = cli.parse_config(["g2p", "--quick", "--litert-quantize", precision])
+        assert quantized.fingerprint() == {**fingerprint, "litert_quantize": precision}
 
     # The same training, asked for differently, has the same fingerprint.
     spelled_out = cli.parse_config(
@@ -440,6 +449,17 @@ def test_cell_names_and_contexts_are_those_of_kerasrnn():
     assert seq2seq_options.CONTEXTS == seq2seq.CONTEXTS
     assert seq2seq_options.ATTENTIONS == ("none", *seq2seq.ATTENTIONS)
     assert seq2seq_options.MAX_LENGTH_PENALTY == seq2seq.decoding.MAX_LENGTH_PENALTY
+    # --litert-quantize spells the exporters' None (float32 weights) out.
+    assert options.LITERT_QUANTIZE == tuple(
+        "float32" if name is None else name for name in kerasrnn.export.converter.QUANTIZE_OPTIONS
+    )
+
+
+@pytest.mark.parametrize("name", list(CONFIGS))
+def test_every_task_that_writes_model_tflite_takes_litert_quantize(name):
+    fields = {field.name for field in dataclasses.fields(load_config_class(name))}
+    # charlm writes no LiteRT file.
+    assert ("litert_quantize" in fields) is (name != "charlm")
 
 
 def test_the_two_dropouts_reach_their_layers():

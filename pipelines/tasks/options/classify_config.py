@@ -3,11 +3,11 @@
 import dataclasses
 from typing import Any, ClassVar
 
-from kerasrnn_pipelines.options import RecurrentStackConfig, option, positive_int
+from kerasrnn_pipelines.options import LiteRTConfig, RecurrentStackConfig, option, positive_int
 
 
 @dataclasses.dataclass(frozen=True)
-class ClassifyConfig(RecurrentStackConfig):
+class ClassifyConfig(RecurrentStackConfig, LiteRTConfig):
     """Sequence classification with a Bidirectional encoder."""
 
     task: ClassVar[str] = "classify"

@@ -3,7 +3,13 @@
 import dataclasses
 from typing import Any, ClassVar
 
-from kerasrnn_pipelines.options import ConfigError, RecurrentStackConfig, option, positive_int
+from kerasrnn_pipelines.options import (
+    ConfigError,
+    LiteRTConfig,
+    RecurrentStackConfig,
+    option,
+    positive_int,
+)
 
 #: The classic protocol's years: train on the first, test on the second.
 TRAIN_YEARS = (1700, 1920)
@@ -14,7 +20,7 @@ MAX_WINDOW = TRAIN_YEARS[1] - TRAIN_YEARS[0]
 
 
 @dataclasses.dataclass(frozen=True)
-class ForecastConfig(RecurrentStackConfig):
+class ForecastConfig(RecurrentStackConfig, LiteRTConfig):
     """Sunspot forecasting: the lecture notes' Elman 50 → 100 stack, dropout 0.2."""
 
     task: ClassVar[str] = "forecast"

@@ -8,7 +8,7 @@ import dataclasses
 
 from kerasrnn_pipelines.options import (
     ConfigError,
-    RunConfig,
+    LiteRTConfig,
     fraction,
     non_negative_int,
     number_type,
@@ -39,7 +39,7 @@ length_penalty_value = number_type(
 
 
 @dataclasses.dataclass(frozen=True)
-class Seq2SeqConfig(RunConfig):
+class Seq2SeqConfig(LiteRTConfig):
     """An encoder-decoder (`kerasrnn.seq2seq.Seq2Seq`) decoded by beam search.
 
     `--dropout` (after each layer of a stack) does not exist here: the

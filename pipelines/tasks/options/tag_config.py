@@ -4,6 +4,7 @@ import dataclasses
 from typing import Any, ClassVar
 
 from kerasrnn_pipelines.options import (
+    LiteRTConfig,
     RecurrentStackConfig,
     non_negative_int,
     option,
@@ -12,7 +13,7 @@ from kerasrnn_pipelines.options import (
 
 
 @dataclasses.dataclass(frozen=True)
-class TagConfig(RecurrentStackConfig):
+class TagConfig(RecurrentStackConfig, LiteRTConfig):
     """Aligned tagging of every step with a Bidirectional layer."""
 
     task: ClassVar[str] = "tag"
