@@ -240,7 +240,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{PROGRAM} {config.task}: {error}", file=sys.stderr)
         return 2
     # Only now, with every check passed, are TensorFlow and the task loaded,
-    # their start-up messages held back unless the user asked for them.
+    # their start-up messages held back unless the user asked for them; the
+    # seconds that takes are not silent.
+    print(f"{PROGRAM} {config.task}: loading TensorFlow...", flush=True)
     with held_back_stderr(hold_back_tensorflow(config.verbose)):
         task_module = load_task(config.task)
         start_tensorflow()
