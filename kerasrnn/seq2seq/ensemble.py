@@ -334,9 +334,10 @@ class Seq2SeqEnsemble(keras.Model):
                 (left-to-right) members, `<end>` included, then padding; L
                 static with `unrolled`.
             scores: `(batch, B)` float32, what the beam found.
-            unrolled: Step each rescorer through the L positions in a
-                Python loop instead of its call (see
-                `_rescorer_log_probs`), for a graph without loop ops.
+            unrolled: Step each rescorer's decoder through the L
+                positions in a Python loop instead of calling it on the
+                whole sequence: the same scores, in a graph without loop
+                ops (the LiteRT export's).
 
         Returns:
             `(batch, B)` float32.
