@@ -34,6 +34,7 @@ from tensorflow.python.framework.convert_to_constants import (
 )
 
 from kerasrnn.keras_internals import sublayers
+from kerasrnn.native_output import held_back_stderr
 from kerasrnn.types import TensorLike
 from kerasrnn.validation import check_choice
 
@@ -183,6 +184,18 @@ def convert_concrete_functions(
             "Argument `functions` must be a non-empty dict of signature "
             f"key -> ConcreteFunction. Received: functions={functions!r}"
         )
+    # Freezing (grappler), saving and converting log from C++ whatever
+    # TensorFlow's log level, and the check's interpreter announces its
+    # XNNPACK delegate: the export's own steps, not the user's, so their
+    # output is shown only if one fails.
+    with held_back_stderr(True):
+        content = _convert(functions, quantize, model)
+        _check_invokes(content)
+    return content
+
+
+def _convert(functions: dict[str, Any], quantize: str | None, model: Any) -> bytes:
+    """`convert_concrete_functions`' conversion, before its check."""
     named = {key: _frozen_with_names(key, function) for key, function in functions.items()}
     with tempfile.TemporaryDirectory(prefix="kerasrnn-litert-") as saved:
         # A SavedModel of variable-free functions is the converter input
@@ -197,11 +210,9 @@ def convert_concrete_functions(
         if quantize == "float16":
             converter.target_spec.supported_types = [tf.float16]
         try:
-            content = converter.convert()
+            return converter.convert()
         except Exception as error:  # ConverterError, and its subclasses
             raise _unsupported_ops_error(error, model) from error
-    _check_invokes(content)
-    return content
 
 
 def _frozen_with_names(key: Any, function: Any) -> Any:
