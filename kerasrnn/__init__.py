@@ -12,39 +12,45 @@ raises an `ImportError` that says so in one line.
 """
 
 import importlib
+import os
+import sys
 from typing import Any
 
-# Importing Keras loads TensorFlow on its default backend, which prints its
-# start-up lines (oneDNN, the CUDA stub, later a failed cuInit on a machine
-# without a GPU). kerasrnn leaves them, and TensorFlow's log level, alone on
-# purpose. They are written from C++ before the log level applies, so only
-# redirecting the process's file descriptor 2 would hide them, and most
-# programs have loaded TensorFlow through `import keras` before they import
-# kerasrnn anyway. Setting `TF_CPP_MIN_LOG_LEVEL` here would hide
-# TensorFlow's later warnings from the whole process and every process it
-# starts, and only when kerasrnn happened to be imported first. What a
-# program shows is its own choice: `kerasrnn-train` holds the start-up back
-# (kerasrnn_pipelines.console), a script sets `TF_CPP_MIN_LOG_LEVEL` before
-# its first import. Warnings that kerasrnn's own calls would cause are
-# fixed where they arise instead.
-import keras
+from kerasrnn.native_output import held_back_stderr
 
-from kerasrnn import bptt
-from kerasrnn.cells import (
-    DeepTransitionCell,
-    ElmanCell,
-    GRUCell,
-    LeakyCell,
-    LSTMBias,
-    LSTMCell,
-    MultiScaleCell,
-    SkipStackedCells,
-    TemporalSkipCell,
-)
-from kerasrnn.convert import from_keras, to_keras
-from kerasrnn.gradients import gradient_flow, jacobian_bound, plot_gradient_flow
-from kerasrnn.optional_tensorflow import import_tensorflow
-from kerasrnn.params import LayerParams, ParamReport, explain_params, param_count
+# Importing Keras loads TensorFlow on its default backend, which prints its
+# start-up lines from C++ (oneDNN, the CUDA stub, absl's notice, a failed
+# cuInit on a machine without a GPU) before any log level applies. When
+# importing kerasrnn is what loads TensorFlow, they are held back, as
+# `kerasrnn-train` holds them back, and shown only if loading fails; the
+# devices are listed inside, since that is when cuInit reports (listing
+# leaves the runtime unconfigured). Nothing is held back from a program
+# that loaded TensorFlow first or set `TF_CPP_MIN_LOG_LEVEL` (it chose what
+# TensorFlow shows), and TensorFlow's log level is left as it is: setting
+# it here would quiet TensorFlow's later warnings in the whole process.
+_LOADS_TENSORFLOW = "tensorflow" not in sys.modules and "TF_CPP_MIN_LOG_LEVEL" not in os.environ
+with held_back_stderr(_LOADS_TENSORFLOW):
+    import keras
+
+    from kerasrnn import bptt
+    from kerasrnn.cells import (
+        DeepTransitionCell,
+        ElmanCell,
+        GRUCell,
+        LeakyCell,
+        LSTMBias,
+        LSTMCell,
+        MultiScaleCell,
+        SkipStackedCells,
+        TemporalSkipCell,
+    )
+    from kerasrnn.convert import from_keras, to_keras
+    from kerasrnn.gradients import gradient_flow, jacobian_bound, plot_gradient_flow
+    from kerasrnn.optional_tensorflow import import_tensorflow
+    from kerasrnn.params import LayerParams, ParamReport, explain_params, param_count
+
+    if _LOADS_TENSORFLOW and "tensorflow" in sys.modules:
+        sys.modules["tensorflow"].config.list_physical_devices()
 
 #: Public name -> (module, attribute of it, or None for the module itself).
 _NEEDS_TENSORFLOW = {
