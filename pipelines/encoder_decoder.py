@@ -13,7 +13,7 @@ import json
 import math
 import pathlib
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import keras
 import numpy as np
@@ -103,6 +103,20 @@ def build_model(
     )
 
 
+class Distillation(NamedTuple):
+    """A teacher and how a student learns from it (`kerasrnn.seq2seq.Distiller`).
+
+    Attributes:
+        teacher: The trained `Seq2Seq` or `Seq2SeqEnsemble`.
+        weight: w in [0, 1], the teacher's share of the loss.
+        temperature: τ > 0 of the KL term.
+    """
+
+    teacher: seq2seq.Seq2Seq | seq2seq.Seq2SeqEnsemble
+    weight: float
+    temperature: float
+
+
 def step_decay(learning_rate: float, epoch: int, epochs: int) -> float:
     """The rate of epoch `epoch` (0-based) of a run of `epochs`:
     `learning_rate`, then halved at each of the last four epochs (never
@@ -117,6 +131,7 @@ def train(
     target_vocabulary: seq2seq.Vocabulary,
     batches: tf.data.Dataset,
     validation: tf.data.Dataset,
+    distillation: Distillation | None = None,
 ) -> seq2seq.Seq2Seq | seq2seq.Seq2SeqEnsemble:
     """Build, compile and fit the encoder-decoder; return it trained.
 
@@ -125,18 +140,36 @@ def train(
         context: The run's `kerasrnn_pipelines.training.RunContext`.
         source_vocabulary, target_vocabulary: `kerasrnn.seq2seq.Vocabulary`.
         batches, validation: Datasets of `teacher_forcing_pair` batches.
+        distillation: A teacher to train the model as its student
+            (`kerasrnn.seq2seq.Distiller`, whose loss replaces the
+            cross-entropy; the model must then be one `Seq2Seq`). What fits
+            and what the backups hold is the distiller, student and frozen
+            teacher; what is returned is the student.
     """
     with context.scope():
         model = build_model(config, source_vocabulary, target_vocabulary)
-        context.compile(
-            model, seq2seq.SequenceCrossEntropy(config.label_smoothing)
-        )
+        trained: keras.Model = model
+        if distillation is None:
+            context.compile(
+                model, seq2seq.SequenceCrossEntropy(config.label_smoothing)
+            )
+        else:
+            # A single model: `build_model` builds an ensemble only when
+            # asked, which a run with a teacher refuses at parse time.
+            assert isinstance(model, seq2seq.Seq2Seq)
+            trained = seq2seq.Distiller(
+                model,
+                distillation.teacher,
+                distillation.weight,
+                distillation.temperature,
+            )
+            trained.compile(optimizer=context.optimizer())
     # With attention a fixed rate, or one halved only after the validation
     # loss rises, let g2p's last epoch undo the previous ones (41% test WER
     # against 32% with this decay, same model and epochs). A schedule of the
     # epoch index alone also resumes and distributes reproducibly.
     context.fit(
-        model,
+        trained,
         batches,
         validation,
         callbacks=[keras.callbacks.LearningRateScheduler(

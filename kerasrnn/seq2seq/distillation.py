@@ -238,6 +238,13 @@ class Distiller(keras.Model):
         self.student = student
         self.teacher = teacher
         self.teacher.trainable = False
+        # Built as made, as the student and the teacher are: its weights
+        # (a backup's, say) load before any call.
+        self.build()
+
+    def build(self, input_shape: Any = None) -> None:
+        """Nothing to create: the student and the teacher, built as they
+        are made, hold every weight."""
 
     def call(
         self,

@@ -62,11 +62,13 @@ before decoding the test words (`kerasrnn_pipelines.console.progress`).
 from __future__ import annotations
 
 import bisect
+import json
 import os
 import pathlib
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
+import keras
 import numpy as np
 import tensorflow as tf
 
@@ -76,13 +78,19 @@ from kerasrnn_pipelines.console import progress
 from kerasrnn_pipelines.data import cmudict as cmudict_data
 from kerasrnn_pipelines.data.batching import AUTOTUNE, bucketed_batches
 from kerasrnn_pipelines.data.cmudict import Entry
+from kerasrnn_pipelines.faults import RunFailed
 from kerasrnn_pipelines.litert_outputs import litert_file_metrics
 from kerasrnn_pipelines.options import CELLS
 from kerasrnn_pipelines.run_directory import TENSORBOARD
+from kerasrnn_pipelines.tasks.options.g2p_config import TEACHER_FIGURES, read_teacher_metrics
 
 if TYPE_CHECKING:
     from kerasrnn_pipelines.tasks.options.g2p_config import G2PConfig
     from kerasrnn_pipelines.training import RunContext
+
+class TeacherMismatch(RunFailed):
+    """The `--teacher` run cannot teach this one: other phonemes or letters."""
+
 
 HEADLINE_METRIC = ("test_per", "baseline_per", "lower")
 
@@ -399,6 +407,75 @@ def litert_metrics(
     return metrics
 
 
+# --------------------------------------------------------------- distillation
+class Teacher(NamedTuple):
+    """The `--teacher` run, loaded.
+
+    Attributes:
+        distillation: Its model with `--distillation-weight` and
+            `--distillation-temperature`, for `encoder_decoder.train`.
+        record: What the student's `metrics.json` says of it: `run` (the
+            directory), and its `TEACHER_FIGURES`.
+    """
+
+    distillation: encoder_decoder.Distillation
+    record: dict[str, Any]
+
+
+def load_teacher(
+    config: G2PConfig,
+    letters: seq2seq.Vocabulary,
+    phonemes: seq2seq.Vocabulary,
+    context: RunContext,
+) -> Teacher:
+    """The model of the finished g2p run `--teacher`, loaded in the run's
+    strategy scope, after checking that it speaks the student's letters and
+    phonemes.
+
+    Raises:
+        TeacherMismatch: its `--stress` differs from the student's, its
+            model is not an encoder-decoder, or its vocabulary sizes (or,
+            where its `vocabulary.json` lists them, its tokens) differ from
+            the student's, built from this run's training words.
+    """
+    directory = pathlib.Path(config.teacher or "")
+    metrics = read_teacher_metrics(str(directory))
+    where = f"the --teacher run {str(directory)!r}"
+    if metrics["args"].get("stress") != config.stress:
+        raise TeacherMismatch(
+            f"{where} was trained with stress={metrics['args'].get('stress')}, "
+            f"this run with stress={config.stress}: the phonemes differ (pass "
+            f"{'--stress' if metrics['args'].get('stress') else '--no-stress'} "
+            "or another --teacher)."
+        )
+    with context.scope():
+        model = keras.saving.load_model(directory / "model.keras")
+    if not isinstance(model, (seq2seq.Seq2Seq, seq2seq.Seq2SeqEnsemble)):
+        raise TeacherMismatch(
+            f"{where} holds a {type(model).__name__} in model.keras, not a "
+            "kerasrnn.seq2seq Seq2Seq or Seq2SeqEnsemble."
+        )
+    vocabulary_file = directory / "vocabulary.json"
+    listed = json.loads(vocabulary_file.read_text()) if vocabulary_file.is_file() else {}
+    for what, vocabulary, size, tokens in (
+        ("letters", letters, model.source_vocabulary_size, listed.get("source_tokens")),
+        ("phonemes", phonemes, model.target_vocabulary_size, listed.get("target_tokens")),
+    ):
+        if size != vocabulary.size or tokens not in (None, vocabulary.id_to_token()):
+            raise TeacherMismatch(
+                f"{where} knows other {what} than this run: {size} ids there, "
+                f"{vocabulary.size} here, from this run's training words; a "
+                "student learns its teacher token by token (pass the "
+                "teacher's --limit and --seed, or another --teacher)."
+            )
+    return Teacher(
+        encoder_decoder.Distillation(
+            model, config.distillation_weight, config.distillation_temperature
+        ),
+        {"run": str(directory), **{name: metrics[name] for name in TEACHER_FIGURES}},
+    )
+
+
 def run(config: G2PConfig, context: RunContext) -> dict[str, Any]:
     """Train, evaluate WER/PER on the test split, save and export."""
     splits = load_words(stress=config.stress, limit=config.limit, seed=config.seed)
@@ -413,7 +490,20 @@ def run(config: G2PConfig, context: RunContext) -> dict[str, Any]:
     )
     longest = max(len(p) for _, prons in splits["train"] for p in prons)
     max_length = longest + 4
-    model = encoder_decoder.train(config, context, letters, phonemes, train, validation)
+    teacher = None
+    if config.teacher is not None:
+        teacher = load_teacher(config, letters, phonemes, context)
+        progress(
+            f"  taught by the run in {config.teacher}/ ({teacher.record['parameters']:,} "
+            f"parameters, test WER {teacher.record['test_wer']:.1%}), "
+            f"weight {config.distillation_weight:g}, "
+            f"temperature {config.distillation_temperature:g}",
+            context.is_chief,
+        )
+    model = encoder_decoder.train(
+        config, context, letters, phonemes, train, validation,
+        None if teacher is None else teacher.distillation,
+    )
     context.save(model, export=False)
     litert_path = encoder_decoder.export_model(
         model,
@@ -479,5 +569,6 @@ def run(config: G2PConfig, context: RunContext) -> dict[str, Any]:
         "test_words": len(test_words),
         "train_words": len(splits["train"]),
         "parameters": model.count_params(),
+        **({} if teacher is None else {"teacher": teacher.record}),
         "examples": examples,
     }

@@ -414,10 +414,12 @@ def test_fingerprint_holds_the_training_options_only():
     config = cli.parse_config(["g2p", "--quick", "--out", "elsewhere", "--restart"])
     fingerprint = config.fingerprint()
     json.dumps(fingerprint)
-    # --litert-quantize at its default, float32, is left out: a run recorded
-    # before the option existed keeps its fingerprint.
+    # --litert-quantize at its default, float32, is left out, and so are the
+    # distillation options without --teacher: a run recorded before the
+    # options existed keeps its fingerprint.
     left_out = {"out", "restart", "overwrite", "strategy", "quick", "preset",
-                "verbose", "beam_width", "length_penalty", "litert_quantize"}
+                "verbose", "beam_width", "length_penalty", "litert_quantize",
+                "teacher", "distillation_weight", "distillation_temperature"}
     fields = {field.name for field in dataclasses.fields(config)}
     assert set(fingerprint) == fields - left_out
     assert fingerprint["limit"] == 6000 and fingerprint["learning_rate"] == 1e-2

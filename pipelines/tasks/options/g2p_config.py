@@ -1,10 +1,30 @@
 """The options of `kerasrnn-train g2p` (see `kerasrnn_pipelines.tasks.g2p`)."""
 
 import dataclasses
+import json
+import os
+import pathlib
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from kerasrnn_pipelines.options import non_negative_int, option, switch
+from kerasrnn_pipelines.options import (
+    ConfigError,
+    flag,
+    non_negative_int,
+    number_type,
+    option,
+    positive_float,
+    switch,
+    text,
+)
 from kerasrnn_pipelines.tasks.options.seq2seq_config import Seq2SeqConfig
+
+#: The figures of the teacher's `metrics.json` a student's run records.
+TEACHER_FIGURES = ("test_wer", "test_per", "parameters")
+
+distillation_weight_value = number_type(
+    "a number in [0, 1]", float, lambda v: 0.0 <= v <= 1.0
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -68,3 +88,127 @@ class G2PConfig(Seq2SeqConfig):
         "use only N words of the training split and N/10 of the validation "
         "and test splits, drawn with --seed (0: all)",
     )
+    teacher: str | None = option(
+        None,
+        text,
+        "the directory of a finished g2p run whose model.keras teaches this "
+        "one by token-level distillation (kerasrnn.seq2seq.Distiller): the "
+        "student learns the labels and the teacher's next-phoneme "
+        "distribution; off if unset",
+        unset=True,
+        training=False,
+    )
+    distillation_weight: float = option(
+        0.5,
+        distillation_weight_value,
+        "with --teacher, the share w in [0, 1] of the teacher's term in the "
+        "loss (1 - w)*CE + w*tau^2*KL (0: the labels alone, 1: the teacher "
+        "alone)",
+        training=False,
+    )
+    distillation_temperature: float = option(
+        2.0,
+        positive_float,
+        "with --teacher, the temperature tau > 0 that softens both "
+        "distributions in the KL term",
+        training=False,
+    )
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.teacher is None:
+            return
+        # `kerasrnn.seq2seq.Distiller` trains one Seq2Seq, with its own loss.
+        one_model = "the student a teacher trains is one encoder-decoder"
+        for name, allowed, reason in (
+            ("ensemble", 1, one_model),
+            ("right_to_left", 0, one_model),
+            ("label_smoothing", 0.0, "the teacher's distribution replaces smoothed labels"),
+        ):
+            if getattr(self, name) != allowed:
+                raise ConfigError(
+                    f"argument --teacher: {reason}; received --teacher with "
+                    f"{flag(name)} {getattr(self, name)} (pass {flag(name)} "
+                    f"{allowed:g} or drop --teacher)"
+                )
+
+    def fingerprint(self) -> dict[str, Any]:
+        """`LiteRTConfig.fingerprint`, and with `--teacher` the teacher and
+        the distillation's weight and temperature.
+
+        Without a teacher the weight and temperature change nothing, and
+        are left out so that runs recorded before the options existed keep
+        their fingerprint and resume.
+        """
+        fingerprint = super().fingerprint()
+        if self.teacher is not None:
+            fingerprint["teacher"] = self.teacher
+            fingerprint["distillation_weight"] = self.distillation_weight
+            fingerprint["distillation_temperature"] = self.distillation_temperature
+        return fingerprint
+
+    def check_environment(self, environ: Mapping[str, str] | None = None) -> None:
+        """`RunConfig.check_environment`, and that `--teacher` names a
+        finished g2p run (see `read_teacher_metrics`) other than `--out`."""
+        super().check_environment(environ)
+        if self.teacher is None:
+            return
+        read_teacher_metrics(self.teacher)
+        if os.path.realpath(self.teacher) == os.path.realpath(self.out):
+            raise ConfigError(
+                f"argument --teacher: {self.teacher!r} is --out too; the "
+                "student's run would replace its teacher (pass another --out)"
+            )
+
+
+def read_teacher_metrics(teacher: str) -> dict[str, Any]:
+    """The `metrics.json` of the g2p run in `teacher`, checked.
+
+    Returns:
+        Its contents, a JSON object with `task` "g2p", `args`, and the
+        `TEACHER_FIGURES`.
+
+    Raises:
+        ConfigError: `teacher` is not a directory, or holds no
+            `metrics.json` (the run is unfinished), one that is not a g2p
+            run's, or no `model.keras`.
+    """
+    directory = pathlib.Path(teacher)
+    allowed = "must be the directory of a finished g2p run"
+    if not directory.is_dir():
+        raise ConfigError(
+            f"argument --teacher: {allowed}; received {teacher!r}, which is "
+            "not a directory"
+        )
+    try:
+        metrics = json.loads((directory / "metrics.json").read_text())
+    except FileNotFoundError:
+        raise ConfigError(
+            f"argument --teacher: {allowed}; received {teacher!r}, which "
+            "holds no metrics.json (an unfinished run, or no run)"
+        ) from None
+    except (OSError, ValueError) as error:
+        raise ConfigError(
+            f"argument --teacher: {allowed}; received {teacher!r}, whose "
+            f"metrics.json is unreadable ({error})"
+        ) from None
+    task = metrics.get("task") if isinstance(metrics, dict) else None
+    if task != "g2p":
+        raise ConfigError(
+            f"argument --teacher: {allowed}; received {teacher!r}, whose "
+            f"metrics.json is not a g2p run's (task {task!r})"
+        )
+    missing = [name for name in TEACHER_FIGURES if not isinstance(metrics.get(name), (int, float))]
+    if not isinstance(metrics.get("args"), dict):
+        missing.append("args")
+    if missing:
+        raise ConfigError(
+            f"argument --teacher: {allowed}; received {teacher!r}, whose "
+            f"metrics.json lacks {', '.join(missing)}"
+        )
+    if not (directory / "model.keras").is_file():
+        raise ConfigError(
+            f"argument --teacher: {allowed}; received {teacher!r}, which "
+            "holds no model.keras"
+        )
+    return metrics

@@ -239,6 +239,24 @@ def test_the_student_saves_and_decodes_the_same_answers(tmp_path):
     np.testing.assert_allclose(answers.log_probs, expected.log_probs, rtol=1e-5)
 
 
+def test_its_weights_load_into_a_new_distiller_before_any_call(tmp_path):
+    """A training backup is the distiller's weights (the student's, the
+    teacher's and the optimizer's), loaded into a fresh one as a run resumes."""
+    trained = seq2seq.Distiller(make_model(units=3, seed=2), sharpened(make_model(seed=1), 1))
+    trained.compile(keras.optimizers.Adam(0.05))
+    trained.fit(INPUTS, LABELS, batch_size=3, epochs=2, verbose=0)
+    trained.save_weights(tmp_path / "distiller.weights.h5")
+    fresh = seq2seq.Distiller(make_model(units=3, seed=7), make_model(seed=8))
+    fresh.compile(keras.optimizers.Adam(0.05))
+    fresh.optimizer.build(fresh.trainable_variables)
+    fresh.load_weights(tmp_path / "distiller.weights.h5")
+    for model in ("student", "teacher"):
+        for loaded, saved in zip(getattr(fresh, model).weights, getattr(trained, model).weights):
+            np.testing.assert_array_equal(loaded, saved)
+    for loaded, saved in zip(fresh.optimizer.variables, trained.optimizer.variables):
+        np.testing.assert_array_equal(loaded, saved)
+
+
 @pytest.mark.slow
 def test_a_distilled_student_beats_the_same_student_on_labels_alone():
     """Spelling words backwards (README's Quickstart 2): a teacher trained
