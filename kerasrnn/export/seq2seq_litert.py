@@ -44,7 +44,11 @@ The contract, for a client in any language:
   - `source_text`: `strip`, `lowercase` (booleans), `split`
     (`"characters"`: one token per Unicode character; `"whitespace"`: one
     per word) and `unknown_tokens` (`"drop"`);
-  - `target_text`: `separator`, the string that joins the target tokens.
+  - `target_text`: `separator`, the string that joins the target tokens;
+  - `decoding` and `text`: the `DecodingSpec` and `TextSpec` the file was
+    exported with, their fields as they are (`kerasrnn.seq2seq.specs`; the
+    keys above say the same for clients written before them), as the
+    SavedModel of `export_serving` records them.
 
   Text to ids: strip surrounding whitespace, lower-case if `lowercase`,
   split, drop the tokens that `source_tokens` lacks, look up the rest,
@@ -98,17 +102,22 @@ from kerasrnn.export.rnn_loop import (
     recurrent_layers,
     traceable_for_litert,
 )
-from kerasrnn.export.seq2seq_savedmodel import SPLITS
 from kerasrnn.seq2seq.beam import beam_step, initial_beam, rank_beam
 from kerasrnn.seq2seq.decoding import (
     DecodeResult,
     all_padding,
     check_decodable,
-    check_length_penalty,
-    check_max_length,
     read_left_to_right,
 )
 from kerasrnn.seq2seq.protocol import DecodableModel
+from kerasrnn.seq2seq.specs import (
+    UNSET,
+    DecodingSpec,
+    TextSpec,
+    Unset,
+    check_beam_width_fits,
+    spec_with_shortcuts,
+)
 from kerasrnn.seq2seq.vocabulary import (
     END_ID,
     PAD_ID,
@@ -118,11 +127,7 @@ from kerasrnn.seq2seq.vocabulary import (
     check_vocabularies,
 )
 from kerasrnn.types import TensorLike
-from kerasrnn.validation import (
-    check_bool,
-    check_choice,
-    check_positive_int,
-)
+from kerasrnn.validation import check_positive_int
 
 #: The signature of the full lengths.
 SIGNATURE = "serving_default"
@@ -143,18 +148,29 @@ def export_litert(
     source_vocabulary: Vocabulary,
     target_vocabulary: Vocabulary,
     *,
-    max_source_length: int,
-    max_target_length: int,
-    beam_width: int,
-    length_penalty: float = 0.0,
+    decoding: DecodingSpec | None = None,
+    text: TextSpec | None = None,
     buckets: Sequence[tuple[int, int]] = (),
-    split: str = "characters",
-    separator: str = " ",
-    lowercase: bool = True,
     quantize: str | None = None,
+    beam_width: int | Unset = UNSET,
+    length_penalty: float | Unset = UNSET,
+    max_source_length: int | Unset = UNSET,
+    max_target_length: int | Unset = UNSET,
+    split: str | Unset = UNSET,
+    lowercase: bool | Unset = UNSET,
+    separator: str | Unset = UNSET,
 ) -> dict[str, Any]:
     """Write `model` with its beam search as a LiteRT file at `path`, and
     `vocabulary.json` beside it (see the module doc for the contract).
+
+    The decoding and the text handling are the specs `decoding` and `text`,
+    which `export_serving` takes too, with the same defaults. Each field can
+    also be passed alone as a shortcut argument of its name (the spec is
+    then made of the shortcuts passed, the other fields at its defaults);
+    a shortcut passed with its spec is refused. The file unrolls its loops
+    over `max_source_length` and `max_target_length`: pass the bounds the
+    task needs rather than the defaults (64 each), which make a large file
+    that converts slowly.
 
     Args:
         model: A trained `Seq2Seq` or `Seq2SeqEnsemble` (attention and
@@ -165,33 +181,33 @@ def export_litert(
             with.
         target_vocabulary: The target `Vocabulary` the model was trained
             with.
-        max_source_length: Positive int S, the source tokens
-            `serving_default` reads per row.
-        max_target_length: Int T in [1, 65536] (`MAX_DECODE_LENGTH`, as
-            for the decoders), the most target tokens it decodes.
-        beam_width: B, in [1, the target vocabulary size].
-        length_penalty: α in [0, 8] of the beam search (as for
-            `beam_search_decode`).
+        decoding: A `DecodingSpec`, or None: `DecodingSpec()` with the
+            shortcuts passed. Its `max_source_length` S is the source
+            tokens `serving_default` reads per row, its `max_target_length`
+            T the most target tokens it decodes, its `beam_width` B at most
+            the target vocabulary size.
+        text: A `TextSpec`, or None: `TextSpec()` with the shortcuts
+            passed. The file reads ids, not text: the spec is recorded in
+            `vocabulary.json` for its clients.
         buckets: `(source_length, target_length)` pairs, each a further
             signature `source_{source_length}` for sources of at most
             `source_length` < S tokens, decoding at most `target_length` ≤ T
             tokens: fewer unrolled steps for short sources.
-        split: How text becomes source tokens, `"characters"` or
-            `"whitespace"`, as `export_serving` takes it; recorded in
-            `vocabulary.json`, as are the next two.
-        separator: The string that joins the target tokens.
-        lowercase: Whether source text is lower-cased first.
         quantize: None (float32), `"float16"` or `"dynamic_int8"`
             (`kerasrnn.export.converter.QUANTIZE_OPTIONS`).
+        beam_width, length_penalty, max_source_length, max_target_length:
+            Shortcuts for the fields of `decoding`.
+        split, lowercase, separator: Shortcuts for the fields of `text`.
 
     Returns:
         The contents written to `vocabulary.json`, a dict.
 
     Raises:
         ValueError: An argument is out of range (named, with its value and
-            what is allowed), before any conversion; or the model holds an
-            op that LiteRT has no builtin for. A failed export leaves the
-            files at `path` and beside it as they were.
+            what is allowed), the beam is wider than the target vocabulary,
+            or a shortcut is passed with its spec, before any conversion; or
+            the model holds an op that LiteRT has no builtin for. A failed
+            export leaves the files at `path` and beside it as they were.
         TypeError: `path` is not a path.
     """
     check_decodable(model)
@@ -201,23 +217,23 @@ def export_litert(
         model.source_vocabulary_size,
         model.target_vocabulary_size,
     )
-    max_source_length = check_positive_int("max_source_length", max_source_length)
-    max_target_length = check_max_length(max_target_length, "max_target_length")
-    beam_width = check_positive_int("beam_width", beam_width)
-    if beam_width > model.target_vocabulary_size:
-        raise ValueError(
-            "Argument `beam_width` must be at most the target vocabulary "
-            f"size, {model.target_vocabulary_size}. Received: beam_width={beam_width!r}"
-        )
-    length_penalty = check_length_penalty(length_penalty)
-    lengths = check_buckets(buckets, max_source_length, max_target_length)
-    lengths[SIGNATURE] = (max_source_length, max_target_length)
-    check_choice("split", split, SPLITS)
-    if not isinstance(separator, str):
-        raise ValueError(
-            f"Argument `separator` must be a string. Received: separator={separator!r}"
-        )
-    lowercase = check_bool("lowercase", lowercase)
+    decoding = spec_with_shortcuts(
+        DecodingSpec,
+        "decoding",
+        decoding,
+        {
+            "beam_width": beam_width,
+            "length_penalty": length_penalty,
+            "max_source_length": max_source_length,
+            "max_target_length": max_target_length,
+        },
+    )
+    check_beam_width_fits(decoding.beam_width, model.target_vocabulary_size)
+    lengths = check_buckets(buckets, decoding.max_source_length, decoding.max_target_length)
+    lengths[SIGNATURE] = (decoding.max_source_length, decoding.max_target_length)
+    text = spec_with_shortcuts(
+        TextSpec, "text", text, {"split": split, "lowercase": lowercase, "separator": separator}
+    )
     quantize = check_quantize(quantize)
     path = check_litert_path(path)
     vocabulary_path = path.parent / VOCABULARY_FILE
@@ -232,7 +248,9 @@ def export_litert(
     functions = {}
     for name, (source_length, target_length) in lengths.items():
         spec = tf.TensorSpec([None, source_length], tf.int32, name="source_ids")
-        serve = beam_search_graph(model, beam_width, target_length, length_penalty, with_alignments)
+        serve = beam_search_graph(
+            model, decoding.beam_width, target_length, decoding.length_penalty, with_alignments
+        )
         # Every recurrence unrolled: the encoder over the source length, a
         # rescorer's teacher-forced decoder over the target's.
         with traceable_for_litert(recurrent_layers(model), source_length):
@@ -250,21 +268,23 @@ def export_litert(
         "start_id": START_ID,
         "end_id": END_ID,
         "unknown_id": UNKNOWN_ID,
-        "max_source_length": max_source_length,
-        "max_target_length": max_target_length,
+        "max_source_length": decoding.max_source_length,
+        "max_target_length": decoding.max_target_length,
         "buckets": [
             {"signature": name, "max_source_length": source, "max_target_length": target}
             for name, (source, target) in lengths.items()
         ],
-        "beam_width": beam_width,
-        "length_penalty": length_penalty,
+        "beam_width": decoding.beam_width,
+        "length_penalty": decoding.length_penalty,
         "source_text": {
             "strip": True,
-            "lowercase": lowercase,
-            "split": split,
+            "lowercase": text.lowercase,
+            "split": text.split,
             "unknown_tokens": "drop",
         },
-        "target_text": {"separator": separator},
+        "target_text": {"separator": text.separator},
+        "decoding": decoding.to_json(),
+        "text": text.to_json(),
     }
     write_atomically(
         vocabulary_path,

@@ -33,17 +33,24 @@ error:
 | input | result |
 |---|---|
 | leading/trailing whitespace | stripped first |
-| upper case | lower-cased first (`lowercase=True`, Unicode-aware) |
+| upper case | lower-cased first (`TextSpec.lowercase`, Unicode-aware) |
 | tokens not in the source vocabulary (unseen characters, digits) | dropped |
 | inner spaces with `split="characters"`, invalid UTF-8 bytes | dropped |
 | empty, whitespace only, or nothing left after dropping | `""` with log-probability 0.0 |
-| more than `max_input_length` tokens | only the first `max_input_length` are read |
-| a hypothesis that has not ended after `max_output_length` tokens | cut there |
+| more than `max_source_length` tokens | only the first `max_source_length` are read |
+| a hypothesis that has not ended after `max_target_length` tokens | cut there |
 
 A source vocabulary of which no token can come out of text under
 `lowercase` and `split` (upper-case letters with `lowercase=True`, words
 with `split="characters"`) is refused with a `ValueError` naming its tokens;
 one with only some such tokens is exported with a `UserWarning` naming them.
+
+What the SavedModel decodes with and how it reads text are the two specs it
+was exported with, `DecodingSpec` and `TextSpec`
+(`kerasrnn.seq2seq.specs`), the same that `export_litert` takes; it records
+them in `assets.extra/specs.json` (`SPECS_FILE`), `{"decoding": {...},
+"text": {...}}`, which a client reads without TensorFlow
+(`DecodingSpec(**specs["decoding"])` makes the spec again).
 
 With `jit_compile=True` (the default) the numeric core — encoder, beam
 search and every number of the answer — is one XLA-compiled function inside
@@ -71,10 +78,10 @@ documentation's Benchmarks page gives the measured figures.
 
 from __future__ import annotations
 
+import json
 import os
 import pathlib
 import warnings
-from typing import Any
 
 import keras
 import tensorflow as tf
@@ -83,19 +90,21 @@ from kerasrnn.seq2seq.decoding import (
     all_padding,
     beam_search_decode,
     check_decodable,
-    check_length_penalty,
-    check_max_length,
 )
 from kerasrnn.seq2seq.protocol import DecodableModel
+from kerasrnn.seq2seq.renamed import renamed_keyword
+from kerasrnn.seq2seq.specs import (
+    SPECS_FILE,
+    UNSET,
+    DecodingSpec,
+    TextSpec,
+    Unset,
+    check_beam_width_fits,
+    spec_with_shortcuts,
+)
 from kerasrnn.seq2seq.vocabulary import PAD_ID, UNKNOWN_ID, Vocabulary, check_vocabularies
 from kerasrnn.types import TensorLike
-from kerasrnn.validation import (
-    check_bool,
-    check_choice,
-    check_positive_int,
-)
-
-SPLITS = ("characters", "whitespace")
+from kerasrnn.validation import check_bool
 
 #: With XLA, the source length is rounded up to a multiple of this, so that
 #: words of nearby lengths share one compiled program.
@@ -109,26 +118,45 @@ BATCH_STEP = 64
 class StringSeq2Seq(tf.Module):
     """Strings in, strings out: text normalisation, ids and beam search.
 
+    The decoding and the text handling are two specs, `decoding` and `text`;
+    each of their fields can also be passed alone, as a shortcut argument of
+    the field's name, which makes the spec from the shortcuts passed (the
+    other fields at the spec's defaults). A shortcut passed with its spec is
+    refused: `dataclasses.replace(spec, field=...)` changes one field of a
+    spec.
+
     Args:
         model: A trained `Seq2Seq` or `Seq2SeqEnsemble`.
         source_vocabulary: The source `Vocabulary` the model was trained
             with.
         target_vocabulary: The target `Vocabulary` the model was trained
             with.
-        split: `"characters"` (each Unicode character is a source token, as
-            for grapheme-to-phoneme) or `"whitespace"` (words).
-        separator: String joining the output tokens (`" "` for phonemes).
-        lowercase: Whether inputs are lower-cased first.
-        beam_width: B of the beam search.
-        length_penalty: α of the beam search, in [0, 8]
-            (`decoding.MAX_LENGTH_PENALTY`).
-        max_input_length: Source tokens read per input, at most.
-        max_output_length: Target tokens emitted per hypothesis, at most:
-            an int in [1, 65536] (`decoding.MAX_DECODE_LENGTH`).
+        decoding: A `DecodingSpec`: `beam_width` (at most the target
+            vocabulary size), `length_penalty`, `max_source_length` (source
+            tokens read per input, at most) and `max_target_length` (target
+            tokens per hypothesis, at most). None: `DecodingSpec()` with the
+            shortcuts passed.
+        text: A `TextSpec`: `split`, `lowercase`, `separator`. None:
+            `TextSpec()` with the shortcuts passed.
         jit_compile: Whether the encoder and beam search run as one
             XLA-compiled function on padded shapes (see the module doc:
             faster, the same answers up to float rounding, a compile per new
             padded shape on its first call).
+        beam_width, length_penalty, max_source_length, max_target_length:
+            Shortcuts for the fields of `decoding`.
+        split, lowercase, separator: Shortcuts for the fields of `text`.
+        max_input_length: The deprecated name of `max_source_length`: it
+            works until the next release, with a `DeprecationWarning`.
+        max_output_length: The deprecated name of `max_target_length`: it
+            works until the next release, with a `DeprecationWarning`.
+
+    Raises:
+        ValueError: An argument is out of range, named with its value and
+            what is allowed (a spec's field as the spec refuses it); the
+            beam is wider than the target vocabulary; a shortcut is passed
+            with its spec, or a deprecated keyword with its new name; or the
+            source vocabulary holds no token that text can become under
+            `text` (some such tokens only warn: a `UserWarning` names them).
     """
 
     def __init__(
@@ -136,14 +164,19 @@ class StringSeq2Seq(tf.Module):
         model: DecodableModel,
         source_vocabulary: Vocabulary,
         target_vocabulary: Vocabulary,
-        split: str = "characters",
-        separator: str = " ",
-        lowercase: bool = True,
-        beam_width: int = 4,
-        length_penalty: float = 0.0,
-        max_input_length: int = 64,
-        max_output_length: int = 64,
+        *,
+        decoding: DecodingSpec | None = None,
+        text: TextSpec | None = None,
         jit_compile: bool = True,
+        beam_width: int | Unset = UNSET,
+        length_penalty: float | Unset = UNSET,
+        max_source_length: int | Unset = UNSET,
+        max_target_length: int | Unset = UNSET,
+        split: str | Unset = UNSET,
+        lowercase: bool | Unset = UNSET,
+        separator: str | Unset = UNSET,
+        max_input_length: int | None = None,
+        max_output_length: int | None = None,
     ) -> None:
         super().__init__(name="string_seq2seq")
         check_decodable(model)
@@ -153,22 +186,24 @@ class StringSeq2Seq(tf.Module):
             model.source_vocabulary_size,
             model.target_vocabulary_size,
         )
-        check_choice("split", split, SPLITS)
-        if not isinstance(separator, str):
-            raise ValueError(
-                "Argument `separator` must be a string. "
-                f"Received: separator={separator!r}"
-            )
-        self.model = model
-        self.split = split
-        self.separator = separator
-        self.lowercase = check_bool("lowercase", lowercase)
-        self.beam_width = check_positive_int("beam_width", beam_width)
-        self.length_penalty = check_length_penalty(length_penalty)
-        self.max_input_length = check_positive_int("max_input_length", max_input_length)
-        self.max_output_length = check_max_length(
-            max_output_length, "max_output_length"
+        decoding, text = serving_specs(
+            "StringSeq2Seq",
+            decoding,
+            text,
+            beam_width=beam_width,
+            length_penalty=length_penalty,
+            max_source_length=max_source_length,
+            max_target_length=max_target_length,
+            split=split,
+            lowercase=lowercase,
+            separator=separator,
+            max_input_length=max_input_length,
+            max_output_length=max_output_length,
         )
+        check_beam_width_fits(decoding.beam_width, model.target_vocabulary_size)
+        self.model = model
+        self.decoding = decoding
+        self.text = text
         self.jit_compile = check_bool("jit_compile", jit_compile)
         check_reachable(self, source_vocabulary)
         self.with_attention = model.has_attention
@@ -185,7 +220,7 @@ class StringSeq2Seq(tf.Module):
         # first), so one gather and one join make the string.
         tokens = target_vocabulary.id_to_token()
         self.output_pieces = tf.constant(
-            [""] + tokens + [separator + token for token in tokens]
+            [""] + tokens + [text.separator + token for token in tokens]
         )
 
     def source_ids(self, texts: TensorLike) -> TensorLike:
@@ -196,7 +231,7 @@ class StringSeq2Seq(tf.Module):
         """
         tokens = self.source_tokens(tf.strings.strip(texts))
         ids = tf.ragged.map_flat_values(self.source_table.lookup, tokens)
-        ids = tf.ragged.boolean_mask(ids, ids >= 0)[:, : self.max_input_length]
+        ids = tf.ragged.boolean_mask(ids, ids >= 0)[:, : self.decoding.max_source_length]
         batch = tf.shape(texts)[0]
         return tf.concat(
             [ids.to_tensor(PAD_ID), tf.zeros([batch, 1], tf.int32)], axis=1
@@ -204,11 +239,11 @@ class StringSeq2Seq(tf.Module):
 
     def source_tokens(self, texts: TensorLike) -> tf.RaggedTensor:
         """`(batch,)` strings -> `(batch, None)` ragged source tokens:
-        lower-cased with `lowercase`, then split into characters or at
-        whitespace, as `split` says."""
-        if self.lowercase:
+        lower-cased with `text.lowercase`, then split into characters or at
+        whitespace, as `text.split` says."""
+        if self.text.lowercase:
             texts = tf.strings.lower(texts, encoding="utf-8")
-        if self.split == "characters":
+        if self.text.split == "characters":
             return tf.strings.unicode_split(texts, "UTF-8", errors="replace")
         return tf.strings.split(texts)
 
@@ -264,17 +299,18 @@ class StringSeq2Seq(tf.Module):
 
         Returns:
             A dict of
-            - `pieces` `(batch, B, max_output_length)` int32: indices into
-              `output_pieces` (0 from `<end>` on);
+            - `pieces` `(batch, B, T)` int32 (T = `max_target_length`):
+              indices into `output_pieces` (0 from `<end>` on);
             - `log_probs` `(batch, B)`: 0.0 for an empty source;
             and for attention models
-            - `alignments` `(batch, max_output_length, S)`: the best
+            - `alignments` `(batch, T, S)`: the best
               hypothesis's α, zero on the rows of `<end>` and after;
             - `output_lengths`, `input_lengths` `(batch,)` int32.
         """
         result = beam_search_decode(
-            self.model, source, self.beam_width, self.max_output_length,
-            self.length_penalty, return_alignments=self.with_attention,
+            self.model, source, self.decoding.beam_width,
+            self.decoding.max_target_length, self.decoding.length_penalty,
+            return_alignments=self.with_attention,
         )
         sequences = result.sequences
         # The tokens before <end> are the hypothesis (padding, <start> and
@@ -337,7 +373,7 @@ def source_lookup_table(vocabulary: Vocabulary) -> tf.lookup.StaticHashTable:
 
 def check_reachable(module: StringSeq2Seq, vocabulary: Vocabulary) -> None:
     """Refuse a source `vocabulary` of which text can become no token under
-    the `module`'s `lowercase` and `split`, and warn when it can become only
+    the `module`'s `text` (its `lowercase` and `split`), and warn when it can become only
     some of them: the others can never be read, and an input made only of
     them is served the empty answer.
 
@@ -351,7 +387,7 @@ def check_reachable(module: StringSeq2Seq, vocabulary: Vocabulary) -> None:
     unreachable = [
         token for token, piece in zip(tokens, pieces) if piece != [token.encode()]
     ]
-    settings = f"lowercase={module.lowercase}, split={module.split!r}"
+    settings = f"lowercase={module.text.lowercase}, split={module.text.split!r}"
     shown = repr(unreachable[:20]) + (
         f" and {len(unreachable) - 20} more" if len(unreachable) > 20 else ""
     )
@@ -408,36 +444,127 @@ def padded_to_bucket(source: TensorLike) -> TensorLike:
     )
 
 
+def serving_specs(
+    function: str,
+    decoding: DecodingSpec | None,
+    text: TextSpec | None,
+    *,
+    beam_width: int | Unset,
+    length_penalty: float | Unset,
+    max_source_length: int | Unset,
+    max_target_length: int | Unset,
+    split: str | Unset,
+    lowercase: bool | Unset,
+    separator: str | Unset,
+    max_input_length: int | None,
+    max_output_length: int | None,
+) -> tuple[DecodingSpec, TextSpec]:
+    """`(decoding, text)`: the specs `function` (`export_serving` or
+    `StringSeq2Seq`) was given, or made of its shortcut arguments, the
+    deprecated `max_input_length` and `max_output_length` standing in for
+    `max_source_length` and `max_target_length` (with a
+    `DeprecationWarning` pointing at the caller of `function`)."""
+    lengths = {}
+    for old, old_value, new, new_value in (
+        ("max_input_length", max_input_length, "max_source_length", max_source_length),
+        ("max_output_length", max_output_length, "max_target_length", max_target_length),
+    ):
+        value = renamed_keyword(
+            function, old, old_value, new, None if new_value is UNSET else new_value,
+            stacklevel=4,
+        )
+        lengths[new] = UNSET if value is None else value
+    decoding = spec_with_shortcuts(
+        DecodingSpec,
+        "decoding",
+        decoding,
+        {"beam_width": beam_width, "length_penalty": length_penalty, **lengths},
+    )
+    text = spec_with_shortcuts(
+        TextSpec,
+        "text",
+        text,
+        {"split": split, "lowercase": lowercase, "separator": separator},
+    )
+    return decoding, text
+
+
 def export_serving(
     model: DecodableModel,
     path: str | os.PathLike[str],
     source_vocabulary: Vocabulary,
     target_vocabulary: Vocabulary,
-    **options: Any,
+    *,
+    decoding: DecodingSpec | None = None,
+    text: TextSpec | None = None,
+    jit_compile: bool = True,
+    beam_width: int | Unset = UNSET,
+    length_penalty: float | Unset = UNSET,
+    max_source_length: int | Unset = UNSET,
+    max_target_length: int | Unset = UNSET,
+    split: str | Unset = UNSET,
+    lowercase: bool | Unset = UNSET,
+    separator: str | Unset = UNSET,
+    max_input_length: int | None = None,
+    max_output_length: int | None = None,
 ) -> StringSeq2Seq:
-    """Write `model` and its vocabularies as one SavedModel at `path`.
+    """Write `model` and its vocabularies as one SavedModel at `path`, and
+    its specs in `assets.extra/specs.json` (`SPECS_FILE`).
+
+    The decoding and the text handling are the specs `decoding` and `text`,
+    which `export_litert` takes too, with the same defaults. Each field can
+    also be passed alone as a shortcut argument of its name (the spec is
+    then made of the shortcuts passed, the other fields at its defaults);
+    a shortcut passed with its spec is refused.
 
     Args:
         model: A trained `Seq2Seq` or `Seq2SeqEnsemble`.
         path: Directory to write.
         source_vocabulary: The source `Vocabulary`.
         target_vocabulary: The target `Vocabulary`.
-        **options: `split`, `separator`, `lowercase`, `beam_width`,
-            `length_penalty`, `max_input_length`, `max_output_length`,
-            `jit_compile`; see `StringSeq2Seq`.
+        decoding: A `DecodingSpec` (beam width at most the target
+            vocabulary size), or None: `DecodingSpec()` with the shortcuts
+            passed.
+        text: A `TextSpec`, or None: `TextSpec()` with the shortcuts
+            passed.
+        jit_compile: Whether the numeric core is XLA-compiled (see
+            `StringSeq2Seq` and the module doc).
+        beam_width, length_penalty, max_source_length, max_target_length:
+            Shortcuts for the fields of `decoding`.
+        split, lowercase, separator: Shortcuts for the fields of `text`.
+        max_input_length: The deprecated name of `max_source_length`: it
+            works until the next release, with a `DeprecationWarning`.
+        max_output_length: The deprecated name of `max_target_length`: it
+            works until the next release, with a `DeprecationWarning`.
 
     Returns:
         The `StringSeq2Seq` module that was saved (callable in process as
-        `module.serve(texts)`).
+        `module.serve(texts)`; its `decoding` and `text` are the specs).
 
     Raises:
         TypeError: `path` is not a str or `os.PathLike`.
-        ValueError: `path` is an existing file or lies under one, an option
-            is out of range (see `StringSeq2Seq`), or the source vocabulary
-            holds no token that text can become with the `lowercase` and
-            `split` options (some such tokens only warn: a `UserWarning`
-            names them).
+        ValueError: `path` is an existing file or lies under one, an
+            argument is out of range (named, with its value and what is
+            allowed), the beam is wider than the target vocabulary, a
+            shortcut is passed with its spec or a deprecated keyword with
+            its new name, or the source vocabulary holds no token that text
+            can become under `text` (some such tokens only warn: a
+            `UserWarning` names them).
     """
+    decoding, text = serving_specs(
+        "export_serving",
+        decoding,
+        text,
+        beam_width=beam_width,
+        length_penalty=length_penalty,
+        max_source_length=max_source_length,
+        max_target_length=max_target_length,
+        split=split,
+        lowercase=lowercase,
+        separator=separator,
+        max_input_length=max_input_length,
+        max_output_length=max_output_length,
+    )
     if not isinstance(path, (str, os.PathLike)):
         raise TypeError(
             "Argument `path` must be a str or os.PathLike, the directory to "
@@ -459,10 +586,21 @@ def export_serving(
                     f"{str(parent)!r} is a file, not a directory"
                 )
             break
-    module = StringSeq2Seq(model, source_vocabulary, target_vocabulary, **options)
+    module = StringSeq2Seq(
+        model,
+        source_vocabulary,
+        target_vocabulary,
+        decoding=decoding,
+        text=text,
+        jit_compile=jit_compile,
+    )
     archive = keras.export.ExportArchive()
     archive.track(model)
     archive.track(module.source_table)
     archive.add_endpoint("serving_default", module.serve)
     archive.write_out(str(path), verbose=False)
+    specs_path = pathlib.Path(path) / SPECS_FILE
+    specs_path.parent.mkdir(exist_ok=True)
+    specs = {"decoding": decoding.to_json(), "text": text.to_json()}
+    specs_path.write_text(json.dumps(specs, indent=1, ensure_ascii=False) + "\n")
     return module

@@ -23,6 +23,9 @@
 - `export_serving`, `StringSeq2Seq`: a string-in, string-out SavedModel.
 - `export_litert`: ids in, ids out, encoder and beam search in one LiteRT
   file, with `vocabulary.json` beside it (`kerasrnn.export.seq2seq_litert`).
+- `DecodingSpec`, `TextSpec`: what both exports decode with (beam, length
+  bounds) and how they read and write text, said once and recorded in
+  each export (`kerasrnn.seq2seq.specs`).
 """
 
 from kerasrnn.optional_tensorflow import missing_tensorflow
@@ -63,6 +66,7 @@ from kerasrnn.seq2seq.schedules import (
     LinearSamplingSchedule,
     SamplingSchedule,
 )
+from kerasrnn.seq2seq.specs import DecodingSpec, TextSpec
 from kerasrnn.seq2seq.teacher_forcing import teacher_forcing_pair
 from kerasrnn.seq2seq.vocabulary import (
     END_ID,
@@ -78,6 +82,7 @@ __all__ = [
     "CONTEXTS",
     "DecodableModel",
     "DecodeResult",
+    "DecodingSpec",
     "DecoderStep",
     "Distiller",
     "LuongAttention",
@@ -92,6 +97,7 @@ __all__ = [
     "Seq2SeqEnsemble",
     "SequenceCrossEntropy",
     "StringSeq2Seq",
+    "TextSpec",
     "UNKNOWN_ID",
     "Vocabulary",
     "beam_search_decode",

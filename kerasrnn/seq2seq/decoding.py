@@ -8,8 +8,8 @@ step — so it runs batched in graph mode and also under
 `tf.function(jit_compile=True)` (XLA). Each example stops at its `<end>`
 token (id 2): from then on it emits padding (id 0) and its log-probability no
 longer changes; the loop ends when every example has ended or after
-`max_length` steps. Pad and start ids are never emitted. A source that is all
-padding gets the empty answer (only padding, log-probability 0).
+`max_target_length` steps. Pad and start ids are never emitted. A source that
+is all padding gets the empty answer (only padding, log-probability 0).
 
 Sources are `(batch, S)` ids padded with 0 anywhere: at the end, at the front
 (`keras.utils.pad_sequences`'s default) or between tokens. The encoder skips
@@ -21,7 +21,7 @@ Every decoder runs at most `MAX_DECODE_LENGTH` (65536) steps: its outputs
 (and sampling's noise) are allocated before the first step.
 
 Each decoder returns a `DecodeResult` whatever its arguments. Its
-sequences are `(…, max_length)` int32 ids, the `<end>` id included
+sequences are `(…, max_target_length)` int32 ids, the `<end>` id included
 where the example ended, then zeros. Log-probabilities are
 log p(y_1 … y_L | x) = Σ_t log p(y_t | y_<t, c) under the model
 (`eq:rnn-seq2seq`), summed over the emitted tokens (`<end>` included).
@@ -31,10 +31,10 @@ members add theirs); greedy and sampled decoding keep one hypothesis, whose
 score is its log-probability.
 
 With `return_alignments=True` (attention models only) the result also holds
-the attention weights α of the sequences it returns: `(…, max_length, S)`
-float32, row t the α_t with which token t was emitted, zero after the
-sequence ended; beam search reorders them with its hypotheses. Otherwise its
-`alignments` is None.
+the attention weights α of the sequences it returns: `(…, T, S)` float32
+(T = `max_target_length`), row t the α_t with which token t was emitted,
+zero after the sequence ended; beam search reorders them with its
+hypotheses. Otherwise its `alignments` is None.
 
 A model that reads the target right to left (`target_order=
 "right_to_left"`) emits y_L first; every decoder returns its answers (and
@@ -45,6 +45,10 @@ An ensemble's right-to-left members rescore beam search's hypotheses (see
 Beam search's step, its placeholders and its final ranking are
 `kerasrnn.seq2seq.beam`'s, which the LiteRT export
 (`kerasrnn.export.seq2seq_litert`) runs unrolled: both give the same beam.
+
+The bound on the answer's length was called `max_length` before; that
+keyword still works for one release, with a `DeprecationWarning`
+(`kerasrnn.seq2seq.renamed`).
 """
 
 from __future__ import annotations
@@ -59,6 +63,7 @@ import tensorflow as tf
 from kerasrnn.seq2seq.beam import LIVE, BeamState, beam_step, initial_beam, rank_beam
 from kerasrnn.seq2seq.loss import next_token_log_probs
 from kerasrnn.seq2seq.protocol import DecodableModel
+from kerasrnn.seq2seq.renamed import renamed_keyword, required
 from kerasrnn.seq2seq.target_order import answers_left_to_right
 from kerasrnn.seq2seq.vocabulary import END_ID, PAD_ID, START_ID
 from kerasrnn.types import TensorLike
@@ -72,9 +77,10 @@ from kerasrnn.validation import (
 #: How decoding picks y_t: `(t, log_probs (batch, V)) -> tokens (batch,)`.
 Choice = Callable[[TensorLike, TensorLike], TensorLike]
 
-#: The most steps a decoder runs (`max_length`): an int32 index with room to
-#: spare, and outputs of (batch, [B,] max_length) ids (sampling's noise:
-#: (max_length, batch, V) floats) that are allocated before the first step.
+#: The most steps a decoder runs (`max_target_length`): an int32 index with
+#: room to spare, and outputs of (batch, [B,] max_target_length) ids
+#: (sampling's noise: (max_target_length, batch, V) floats) that are
+#: allocated before the first step.
 MAX_DECODE_LENGTH = 2**16
 
 #: The largest GNMT length penalty α: ((5 + L)/6)^α stays below 2.1e32 for
@@ -90,18 +96,19 @@ class DecodeResult(NamedTuple):
     """What every decoder returns, the same fields whatever its arguments.
 
     Attributes:
-        sequences: int32 ids, `(batch, max_length)` for greedy and sampled
-            decoding, `(batch, B, max_length)` for beam search (best first):
-            the emitted tokens, `<end>` included, then padding (never pad or
-            start among the tokens; beam search's placeholders are empty).
+        sequences: int32 ids, `(batch, T)` for greedy and sampled
+            decoding, `(batch, B, T)` for beam search, best first (T =
+            `max_target_length`): the emitted tokens, `<end>` included,
+            then padding (never pad or start among the tokens; beam
+            search's placeholders are empty).
         log_probs: float32 log p(y | x) of each sequence under the model,
             `(batch,)` or `(batch, B)`.
         scores: What the sequences are ranked by, shaped like `log_probs`:
             equal to `log_probs` for greedy and sampled decoding; for beam
             search `log_probs` divided by the length penalty, plus an
             ensemble's right-to-left rescoring.
-        alignments: float32 α, `(batch, max_length, S)` or `(batch, B,
-            max_length, S)`, with `return_alignments=True`; else None.
+        alignments: float32 α, `(batch, T, S)` or `(batch, B, T, S)`,
+            with `return_alignments=True`; else None.
     """
 
     sequences: tf.Tensor
@@ -186,10 +193,27 @@ def check_int_in(name: str, value: object, low: int, high: int) -> int:
     return int(value)
 
 
-def check_max_length(max_length: object, name: str = "max_length") -> int:
+def check_max_length(max_length: object, name: str = "max_target_length") -> int:
     """`max_length` as an int in [1, `MAX_DECODE_LENGTH`], else a ValueError
     naming the argument `name`."""
     return check_int_in(name, max_length, 1, MAX_DECODE_LENGTH)
+
+
+def max_target_length_of(
+    function: str, max_target_length: int | None, max_length: int | None
+) -> int:
+    """A decoder's `max_target_length`, passed by that name or by its
+    deprecated one, `max_length`, checked.
+
+    Raises:
+        TypeError: Neither was passed.
+        ValueError: Both were passed, or the value is out of range.
+    """
+    value = renamed_keyword(
+        function, "max_length", max_length, "max_target_length", max_target_length,
+        stacklevel=4,
+    )
+    return check_max_length(required(function, "max_target_length", value))
 
 
 def check_length_penalty(length_penalty: object) -> float:
@@ -341,8 +365,10 @@ def compiled_greedy(
 def greedy_decode(
     model: DecodableModel,
     source_ids: TensorLike,
-    max_length: int,
+    max_target_length: int | None = None,
     return_alignments: bool = False,
+    *,
+    max_length: int | None = None,
 ) -> DecodeResult:
     """y_t = argmax_y p(y | y_<t, c) at every step.
 
@@ -350,20 +376,26 @@ def greedy_decode(
         model: A `DecodableModel`: a `Seq2Seq` or `Seq2SeqEnsemble`.
         source_ids: `(batch, S)` int ids padded with 0 (anywhere: see the
             module doc); a dense array, not a ragged one.
-        max_length: Int in [1, `MAX_DECODE_LENGTH`] (65536), the most
-            tokens emitted per example.
+        max_target_length: Int T in [1, `MAX_DECODE_LENGTH`] (65536), the
+            most tokens emitted per example. Required.
         return_alignments: Also return α (attention models only).
+        max_length: The deprecated name of `max_target_length`: it works
+            until the next release, with a `DeprecationWarning`.
 
     Returns:
-        A `DecodeResult`: sequences `(batch, max_length)` int32, log_probs
+        A `DecodeResult`: sequences `(batch, T)` int32, log_probs
         `(batch,)` float32, scores equal to log_probs, and alignments
-        `(batch, max_length, S)` with `return_alignments` (else None).
+        `(batch, T, S)` with `return_alignments` (else None).
+
+    Raises:
+        ValueError: An argument is out of range, or `max_length` is passed
+            with `max_target_length`.
     """
-    max_length = check_max_length(max_length)
+    length = max_target_length_of("greedy_decode", max_target_length, max_length)
     source_ids, return_alignments = check_decoder_arguments(
         model, source_ids, return_alignments
     )
-    return compiled_greedy(model, source_ids, max_length, return_alignments)
+    return compiled_greedy(model, source_ids, length, return_alignments)
 
 
 @tf.function(reduce_retracing=True)
@@ -410,11 +442,13 @@ def compiled_sample(
 def sample_decode(
     model: DecodableModel,
     source_ids: TensorLike,
-    max_length: int,
+    max_target_length: int | None = None,
     temperature: float = 1.0,
     top_k: int | None = None,
     seed: int = 0,
     return_alignments: bool = False,
+    *,
+    max_length: int | None = None,
 ) -> DecodeResult:
     """Draw y_t from softmax(logits / temperature), optionally among the top k.
 
@@ -429,23 +463,29 @@ def sample_decode(
         model: A `DecodableModel`: a `Seq2Seq` or `Seq2SeqEnsemble`.
         source_ids: `(batch, S)` int ids padded with 0 (anywhere: see the
             module doc); a dense array, not a ragged one.
-        max_length: Int in [1, `MAX_DECODE_LENGTH`] (65536), the most
-            tokens emitted per example; the noise, `(max_length, batch, V)`
-            float32, is drawn before the first step.
+        max_target_length: Int T in [1, `MAX_DECODE_LENGTH`] (65536), the
+            most tokens emitted per example; the noise, `(T, batch, V)`
+            float32, is drawn before the first step. Required.
         temperature: Any finite float > 0; < 1 sharpens, > 1 flattens.
         top_k: None (all tokens) or an int in [1, V]: sample among the k most
             likely tokens only (ties at the k-th value are kept; pad and
             start never count among them).
         seed: Int seed of the noise, in [-2**63, 2**63 - 1] (int64).
         return_alignments: Also return α (attention models only).
+        max_length: The deprecated name of `max_target_length`: it works
+            until the next release, with a `DeprecationWarning`.
 
     Returns:
-        A `DecodeResult`: sequences `(batch, max_length)` int32, log_probs
+        A `DecodeResult`: sequences `(batch, T)` int32, log_probs
         `(batch,)` float32, scores equal to log_probs, and alignments
-        `(batch, max_length, S)` with `return_alignments` (else None); the
+        `(batch, T, S)` with `return_alignments` (else None); the
         log-probabilities are the model's (temperature 1, no top-k).
+
+    Raises:
+        ValueError: An argument is out of range, or `max_length` is passed
+            with `max_target_length`.
     """
-    max_length = check_max_length(max_length)
+    length = max_target_length_of("sample_decode", max_target_length, max_length)
     temperature = check_number("temperature", temperature, low=0, low_open=True)
     source_ids, return_alignments = check_decoder_arguments(
         model, source_ids, return_alignments
@@ -465,7 +505,7 @@ def sample_decode(
     temperature = max(temperature, sys.float_info.min)
     # Tensors, not Python numbers: one trace serves every seed and temperature.
     return compiled_sample(
-        model, source_ids, max_length, tf.constant(temperature, tf.float64), top_k,
+        model, source_ids, length, tf.constant(temperature, tf.float64), top_k,
         tf.constant(seed, tf.int64), return_alignments,
     )
 
@@ -546,9 +586,11 @@ def beam_search_decode(
     model: DecodableModel,
     source_ids: TensorLike,
     beam_width: int,
-    max_length: int,
+    max_target_length: int | None = None,
     length_penalty: float = 0.0,
     return_alignments: bool = False,
+    *,
+    max_length: int | None = None,
 ) -> DecodeResult:
     """Beam search: keep the `beam_width` best hypotheses at every step.
 
@@ -561,7 +603,7 @@ def beam_search_decode(
     included — are reordered with the hypotheses at every step.
 
     Where fewer than B hypotheses exist (a beam wider than the vocabulary
-    allows in `max_length` steps), the last beams are placeholders: empty
+    allows in `max_target_length` steps), the last beams are placeholders: empty
     sequences whose log-probability and score are −1e9
     (`FORBIDDEN_LOG_PROB`), ranked last.
 
@@ -570,27 +612,32 @@ def beam_search_decode(
         source_ids: `(batch, S)` int ids padded with 0 (anywhere: see the
             module doc); a dense array, not a ragged one.
         beam_width: Positive int, B.
-        max_length: Int in [1, `MAX_DECODE_LENGTH`] (65536), the most tokens
-            per hypothesis.
+        max_target_length: Int T in [1, `MAX_DECODE_LENGTH`] (65536), the
+            most tokens per hypothesis. Required.
         length_penalty: α in [0, `MAX_LENGTH_PENALTY`] (8); larger favours
             longer hypotheses. The bound keeps lp(L) within float32 for
             every allowed L: beyond it the scores would overflow or tie.
         return_alignments: Also return α (attention models only).
+        max_length: The deprecated name of `max_target_length`: it works
+            until the next release, with a `DeprecationWarning`.
 
     Returns:
-        A `DecodeResult`, best first by score: sequences `(batch, B,
-        max_length)` int32, log_probs and scores `(batch, B)` float32, and
-        alignments `(batch, B, max_length, S)` with `return_alignments`
-        (else None). For an ensemble with right-to-left rescorers,
-        `log_probs` stay the decoding members' and `scores` add λ times the
-        rescorers' log-probability.
+        A `DecodeResult`, best first by score: sequences `(batch, B, T)`
+        int32, log_probs and scores `(batch, B)` float32, and alignments
+        `(batch, B, T, S)` with `return_alignments` (else None). For an
+        ensemble with right-to-left rescorers, `log_probs` stay the decoding
+        members' and `scores` add λ times the rescorers' log-probability.
+
+    Raises:
+        ValueError: An argument is out of range, or `max_length` is passed
+            with `max_target_length`.
     """
     beam_width = check_positive_int("beam_width", beam_width)
-    max_length = check_max_length(max_length)
+    length = max_target_length_of("beam_search_decode", max_target_length, max_length)
     length_penalty = check_length_penalty(length_penalty)
     source_ids, return_alignments = check_decoder_arguments(
         model, source_ids, return_alignments
     )
     return compiled_beam_search(
-        model, source_ids, beam_width, max_length, length_penalty, return_alignments
+        model, source_ids, beam_width, length, length_penalty, return_alignments
     )

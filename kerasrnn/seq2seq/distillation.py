@@ -37,6 +37,7 @@ from keras import ops
 from kerasrnn.seq2seq.decoding import beam_search_decode
 from kerasrnn.seq2seq.ensemble import Seq2SeqEnsemble, mixture_log_probs
 from kerasrnn.seq2seq.model import Seq2Seq
+from kerasrnn.seq2seq.renamed import renamed_keyword
 from kerasrnn.seq2seq.vocabulary import END_ID, PAD_ID
 from kerasrnn.types import TensorLike
 from kerasrnn.validation import check_number, check_positive_int
@@ -278,13 +279,19 @@ class Distiller(keras.Model):
         return loss
 
 
+#: `teacher_targets`' `max_target_length` when it is not passed.
+DEFAULT_MAX_TARGET_LENGTH = 32
+
+
 def teacher_targets(
     teacher: Teacher,
     source_ids: TensorLike,
     beam_width: int = 4,
-    max_length: int = 32,
+    max_target_length: int | None = None,
     batch_size: int = 256,
     length_penalty: float = 0.0,
+    *,
+    max_length: int | None = None,
 ) -> np.ndarray:
     """The teacher's best beam-search answers, as training targets for
     sequence-level distillation (Kim & Rush 2016).
@@ -300,11 +307,14 @@ def teacher_targets(
         source_ids: `(n, S)` int ids padded with 0, as `beam_search_decode`
             takes them.
         beam_width: Positive int, the teacher's beam.
-        max_length: The most tokens per answer (`beam_search_decode`'s);
-            an answer that reaches it without `<end>` is kept as cut, so
-            choose it above the longest answer expected.
+        max_target_length: The most tokens per answer
+            (`beam_search_decode`'s), 32 if None; an answer that reaches it
+            without `<end>` is kept as cut, so choose it above the longest
+            answer expected.
         batch_size: Positive int, the sources decoded at a time.
         length_penalty: `beam_search_decode`'s α.
+        max_length: The deprecated name of `max_target_length`: it works
+            until the next release, with a `DeprecationWarning`.
 
     Returns:
         `(n, L)` int32 NumPy ids: row i the best answer to source i, in the
@@ -318,13 +328,16 @@ def teacher_targets(
     >>> from kerasrnn import seq2seq
     >>> teacher = seq2seq.Seq2Seq(12, 12, kerasrnn.LSTMCell(8), embedding_dim=4)
     >>> targets = seq2seq.teacher_targets(teacher, np.array([[4, 5, 6], [7, 0, 0]]),
-    ...                                   beam_width=2, max_length=5)
+    ...                                   beam_width=2, max_target_length=5)
     >>> targets.shape[0], targets.dtype.name, targets.shape[1] <= 5
     (2, 'int32', True)
     >>> inputs, labels = seq2seq.teacher_forcing_pair(
     ...     unlabelled_sources, seq2seq.teacher_targets(teacher, unlabelled_sources)
     ... )  # doctest: +SKIP
     """
+    length = renamed_keyword(
+        "teacher_targets", "max_length", max_length, "max_target_length", max_target_length
+    )
     teacher = check_teacher(teacher)
     batch_size = check_positive_int("batch_size", batch_size)
     if tf.is_tensor(source_ids):
@@ -341,7 +354,7 @@ def teacher_targets(
             teacher,
             sources[start : start + batch_size],
             beam_width=beam_width,
-            max_length=max_length,
+            max_target_length=DEFAULT_MAX_TARGET_LENGTH if length is None else length,
             length_penalty=length_penalty,
         )
         answers.append(result.sequences[:, 0].numpy())

@@ -128,27 +128,27 @@ def test_a_beam_wider_than_the_hypotheses_fills_up_with_empty_ones(model):
 
 
 DECODERS = {
-    "greedy": lambda model, source, max_length: seq2seq.greedy_decode(
-        model, source, max_length
+    "greedy": lambda model, source, max_target_length: seq2seq.greedy_decode(
+        model, source, max_target_length
     ),
-    "sample": lambda model, source, max_length: seq2seq.sample_decode(
-        model, source, max_length
+    "sample": lambda model, source, max_target_length: seq2seq.sample_decode(
+        model, source, max_target_length
     ),
-    "beam": lambda model, source, max_length: seq2seq.beam_search_decode(
-        model, source, 2, max_length
+    "beam": lambda model, source, max_target_length: seq2seq.beam_search_decode(
+        model, source, 2, max_target_length
     ),
 }
 
 
 @pytest.mark.parametrize("decoder", DECODERS)
-@pytest.mark.parametrize("max_length", [2**31, 2**32 + 3, 2**40, MAX_LENGTH + 1])
-def test_a_max_length_above_the_bound_is_refused_before_decoding(model, decoder, max_length):
+@pytest.mark.parametrize("length", [2**31, 2**32 + 3, 2**40, MAX_LENGTH + 1])
+def test_a_max_target_length_above_the_bound_is_refused_before_decoding(model, decoder, length):
     with pytest.raises(
         ValueError,
-        match=f"`max_length` must be an integer in \\[1, {MAX_LENGTH}\\].*"
-        f"Received: max_length={max_length}",
+        match=f"`max_target_length` must be an integer in \\[1, {MAX_LENGTH}\\].*"
+        f"Received: max_target_length={length}",
     ):
-        DECODERS[decoder](model, SOURCE, max_length)
+        DECODERS[decoder](model, SOURCE, length)
 
 
 @pytest.mark.parametrize("length_penalty", [MAX_LENGTH_PENALTY + 0.5, 100.0, 1e6])

@@ -150,7 +150,7 @@ def test_every_decoder_returns_the_same_fields(model):
 @pytest.mark.parametrize(
     "call, name",
     [
-        (lambda m: seq2seq.greedy_decode(m, SOURCE, 0), "max_length"),
+        (lambda m: seq2seq.greedy_decode(m, SOURCE, 0), "max_target_length"),
         (lambda m: seq2seq.beam_search_decode(m, SOURCE, 0, 4), "beam_width"),
         (lambda m: seq2seq.beam_search_decode(m, SOURCE, 2, 4, -1.0), "length_penalty"),
         (lambda m: seq2seq.sample_decode(m, SOURCE, 4, temperature=0.0), "temperature"),

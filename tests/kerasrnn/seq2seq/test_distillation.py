@@ -201,14 +201,14 @@ def test_teacher_targets_train_on_the_teachers_best_answers():
     bias = teacher.output_projection.bias
     bias.assign(bias + 0.2 * np.eye(7)[seq2seq.END_ID])
     sources = np.array([[4, 5, 6, 7], [8, 4, 0, 0], [9, 0, 0, 0], [0, 0, 5, 6], [7, 7, 7, 7]])
-    targets = seq2seq.teacher_targets(teacher, sources, beam_width=3, max_length=6,
+    targets = seq2seq.teacher_targets(teacher, sources, beam_width=3, max_target_length=6,
                                       batch_size=2)
     assert targets.dtype == np.int32 and targets.shape[0] == len(sources)
     inputs, labels = seq2seq.teacher_forcing_pair(sources, targets)
     np.testing.assert_array_equal(inputs["source"], sources)
     ended = 0
     for row, source in enumerate(sources):
-        alone = seq2seq.beam_search_decode(teacher, source[None], beam_width=3, max_length=6)
+        alone = seq2seq.beam_search_decode(teacher, source[None], beam_width=3, max_target_length=6)
         answer = [token for token in alone.sequences[0, 0].numpy() if token != 0]
         if answer[-1] == seq2seq.END_ID:
             ended += 1
@@ -233,8 +233,8 @@ def test_the_student_saves_and_decodes_the_same_answers(tmp_path):
     distiller.student.save(tmp_path / "student.keras")
     restored = keras.saving.load_model(tmp_path / "student.keras")
     assert isinstance(restored, seq2seq.Seq2Seq)
-    expected = seq2seq.beam_search_decode(student, SOURCE, beam_width=3, max_length=6)
-    answers = seq2seq.beam_search_decode(restored, SOURCE, beam_width=3, max_length=6)
+    expected = seq2seq.beam_search_decode(student, SOURCE, beam_width=3, max_target_length=6)
+    answers = seq2seq.beam_search_decode(restored, SOURCE, beam_width=3, max_target_length=6)
     np.testing.assert_array_equal(answers.sequences, expected.sequences)
     np.testing.assert_allclose(answers.log_probs, expected.log_probs, rtol=1e-5)
 
@@ -288,7 +288,9 @@ def test_a_distilled_student_beats_the_same_student_on_labels_alone():
     teacher_words, labelled, unlabelled, held_out = words(2000), words(100), words(1000), words(200)
 
     def accuracy(student):
-        result = seq2seq.beam_search_decode(student, ids(held_out), beam_width=3, max_length=8)
+        result = seq2seq.beam_search_decode(
+            student, ids(held_out), beam_width=3, max_target_length=8
+        )
         answers = ["".join(letters.decode(row)) for row in result.sequences[:, 0].numpy()]
         return np.mean([answer == word[::-1] for answer, word in zip(answers, held_out)])
 
@@ -305,7 +307,7 @@ def test_a_distilled_student_beats_the_same_student_on_labels_alone():
     alone.fit(*seq2seq.teacher_forcing_pair(ids(labelled), reversed_ids(labelled)),
               batch_size=32, epochs=4, verbose=0)
 
-    answered = seq2seq.teacher_targets(teacher, ids(unlabelled), beam_width=3, max_length=8)
+    answered = seq2seq.teacher_targets(teacher, ids(unlabelled), beam_width=3, max_target_length=8)
     labels = keras.utils.pad_sequences(
         [*reversed_ids(labelled), *answered], padding="post"
     )

@@ -220,7 +220,7 @@ def test_served_without_kerasrnn(tmp_path):
     ensemble = seq2seq.Seq2SeqEnsemble(members)
     seq2seq.export_serving(
         ensemble, tmp_path / "saved_model", letters, phones, beam_width=3,
-        max_output_length=5,
+        max_target_length=5,
     )
     words = ["abc", "fed", "", "a"]
     served = serve_in_clean_process(tmp_path / "saved_model", words)

@@ -48,8 +48,8 @@ def serve_in_clean_process(path, words):
 
 def export(model, source, target, path, **options):
     seq2seq.export_serving(
-        model, path, source, target, beam_width=BEAM, max_input_length=MAX_INPUT,
-        max_output_length=6, **options,
+        model, path, source, target, beam_width=BEAM, max_source_length=MAX_INPUT,
+        max_target_length=6, **options,
     )
     return path
 
@@ -180,7 +180,7 @@ def test_output_tokens_are_joined_by_the_separator(exported, separator):
     model, source, target, _ = exported
     module = seq2seq.StringSeq2Seq(
         model, source, target, separator=separator, beam_width=BEAM,
-        max_input_length=MAX_INPUT, max_output_length=6,
+        max_source_length=MAX_INPUT, max_target_length=6,
     )
     words = ["bad", "", "fadecafe"]
     served = module.serve(tf.constant(words))["beam_outputs"].numpy()

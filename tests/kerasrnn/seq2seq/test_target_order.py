@@ -227,7 +227,7 @@ def test_rescored_ensemble_round_trips_and_serves_without_kerasrnn(tmp_path):
     phonemes = seq2seq.Vocabulary(list("XYZ"))
     module = seq2seq.export_serving(
         ensemble, tmp_path / "served", letters, phonemes, beam_width=3,
-        max_output_length=5,
+        max_target_length=5,
     )
     words = ["abc", "fed", ""]
     served = serve_in_clean_process(tmp_path / "served", words)
