@@ -13,7 +13,7 @@ import json
 import math
 import pathlib
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import keras
 import numpy as np
@@ -185,21 +185,22 @@ def beam_search(
     model: seq2seq.DecodableModel,
     sources: TensorLike,
     target_vocabulary: seq2seq.Vocabulary,
-    max_length: int,
-    *,
-    beam_width: int,
-    length_penalty: float,
+    decoding: seq2seq.DecodingSpec,
 ) -> list[list[str]]:
     """The best beam's target tokens for each row of `sources`.
 
     Args:
-        sources: int32 `(batch, time)` source ids, 0-padded.
-        max_length: Most target tokens decoded.
-        beam_width: `--beam-width`, hypotheses kept per step.
-        length_penalty: `--length-penalty`, GNMT's α.
+        sources: int32 `(batch, time)` source ids, 0-padded, read whole.
+        decoding: The run's `DecodingSpec`, the one its exports take: its
+            `beam_width` (`--beam-width`), `length_penalty`
+            (`--length-penalty`) and `max_target_length`.
     """
     result = seq2seq.beam_search_decode(
-        model, sources, beam_width, max_length, length_penalty
+        model,
+        sources,
+        decoding.beam_width,
+        decoding.max_target_length,
+        decoding.length_penalty,
     )
     return [target_vocabulary.decode(row) for row in result.sequences[:, 0].numpy()]
 
@@ -214,34 +215,30 @@ def export_model(
     source_vocabulary: seq2seq.Vocabulary,
     target_vocabulary: seq2seq.Vocabulary,
     *,
-    beam_width: int,
-    length_penalty: float,
-    max_source_length: int,
-    max_target_length: int,
+    decoding: seq2seq.DecodingSpec,
+    text: seq2seq.TextSpec,
     buckets: Sequence[tuple[int, int]] = (),
     litert_quantize: str,
-    **text: Any,
 ) -> pathlib.Path | None:
     """Write the run's servable files among its outputs (the chief only):
     `saved_model/` (`kerasrnn.seq2seq.export_serving`), and `model.tflite`
     with `vocabulary.json` (`kerasrnn.seq2seq.export_litert`), saying
     before each what it writes.
 
-    Both decode with the run's beam search and read the same sources: at
-    most `max_source_length` tokens (the SavedModel reads the first that
-    many of a longer source; the LiteRT file's client refuses it) and at
-    most `max_target_length` answer tokens.
+    Both take the same two specs, so that they decode with the run's beam
+    search and read the same sources: at most `max_source_length` tokens
+    (the SavedModel reads the first that many of a longer source; the
+    LiteRT file's client refuses it) and at most `max_target_length` answer
+    tokens; both record the specs (`kerasrnn.seq2seq.specs`).
 
     Args:
-        beam_width, length_penalty: The run's beam search (`--beam-width`,
-            `--length-penalty`).
-        max_source_length, max_target_length: The bounds both files share.
+        decoding: The run's `DecodingSpec`: its beam search (`--beam-width`,
+            `--length-penalty`) and the bounds both files share.
+        text: How text becomes tokens and back, for both files.
         buckets: The LiteRT file's further signatures, `(source length,
             target length)` each.
         litert_quantize: `--litert-quantize`, the precision of the LiteRT
             file's weights (the SavedModel keeps float32).
-        text: How text becomes tokens and back, for both files (`split`,
-            `separator`, `lowercase`).
 
     Returns:
         The LiteRT file's path, or None on a worker that writes no outputs.
@@ -253,11 +250,8 @@ def export_model(
             context.write_dir / "saved_model",
             source_vocabulary,
             target_vocabulary,
-            beam_width=beam_width,
-            length_penalty=length_penalty,
-            max_input_length=max_source_length,
-            max_output_length=max_target_length,
-            **text,
+            decoding=decoding,
+            text=text,
         )
     progress("exporting model.tflite (LiteRT)...", context.is_chief)
     return export_among_outputs(
@@ -267,13 +261,10 @@ def export_model(
             path,
             source_vocabulary,
             target_vocabulary,
-            beam_width=beam_width,
-            length_penalty=length_penalty,
-            max_source_length=max_source_length,
-            max_target_length=max_target_length,
+            decoding=decoding,
+            text=text,
             buckets=buckets,
             quantize=exporter_quantize(litert_quantize),
-            **text,
         ),
     )
 
@@ -286,7 +277,7 @@ def litert_beam_search(
     Each source goes to the first signature of `vocabulary.json`'s
     `buckets` that holds it (`serving_default` reads only the first
     `max_source_length` ids of a longer one, as the SavedModel reads only
-    its `max_input_length`).
+    the first `max_source_length` of its `DecodingSpec`).
 
     Args:
         path: The `.tflite` file, with `vocabulary.json` beside it.

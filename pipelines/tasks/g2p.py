@@ -296,26 +296,17 @@ def predict(
     words: Sequence[str],
     letters: seq2seq.Vocabulary,
     phonemes: seq2seq.Vocabulary,
-    max_length: int,
-    *,
-    beam_width: int,
-    length_penalty: float,
+    decoding: seq2seq.DecodingSpec,
 ) -> list[list[str]]:
-    """Beam-search pronunciations (phoneme lists) of `words`, of at most
-    `max_length` phonemes, by `--beam-width` and `--length-penalty`."""
+    """Beam-search pronunciations (phoneme lists) of `words`, by the run's
+    `decoding` (`--beam-width`, `--length-penalty`, at most
+    `max_target_length` phonemes; the words are read whole)."""
     predictions: list[list[str]] = []
     for start in range(0, len(words), DECODE_BATCH):
         chunk = [letters.encode(word) for word in words[start : start + DECODE_BATCH]]
         source = tf.ragged.constant(chunk, tf.int32).to_tensor(0)
         predictions.extend(
-            encoder_decoder.beam_search(
-                model,
-                source,
-                phonemes,
-                max_length,
-                beam_width=beam_width,
-                length_penalty=length_penalty,
-            )
+            encoder_decoder.beam_search(model, source, phonemes, decoding)
         )
     return predictions
 
@@ -325,15 +316,13 @@ def draw_test_alignments(
     words: Sequence[str],
     letters: seq2seq.Vocabulary,
     phonemes: seq2seq.Vocabulary,
-    max_length: int,
+    decoding: seq2seq.DecodingSpec,
     context: RunContext,
-    *,
-    beam_width: int,
-    length_penalty: float,
 ) -> None:
     """`alignments.png` and its TensorBoard image: α of `DRAWN_WORDS` test
-    words spread over the lengths, by the run's beam search (`--beam-width`,
-    `--length-penalty`, at most `max_length` phonemes)."""
+    words spread over the lengths, by the run's beam search, `decoding`
+    (`--beam-width`, `--length-penalty`, at most `max_target_length`
+    phonemes)."""
     by_length = sorted(words, key=len)
     picked = [
         by_length[int(i)]
@@ -341,8 +330,8 @@ def draw_test_alignments(
     ]
     source = tf.ragged.constant([letters.encode(w) for w in picked], tf.int32).to_tensor(0)
     result = seq2seq.beam_search_decode(
-        model, source, beam_width, max_length, length_penalty,
-        return_alignments=True,
+        model, source, decoding.beam_width, decoding.max_target_length,
+        decoding.length_penalty, return_alignments=True,
     )
     outputs = [phonemes.decode(row) for row in result.sequences[:, 0].numpy()]
     # Asked for with return_alignments=True.
@@ -369,14 +358,16 @@ LITERT_SOURCE_BUCKETS = (8, 12)
 LITERT_EXTRA_PHONEMES = 4
 
 
-def litert_buckets(train_words: Sequence[Entry], max_length: int) -> list[tuple[int, int]]:
+def litert_buckets(
+    train_words: Sequence[Entry], max_target_length: int
+) -> list[tuple[int, int]]:
     """`(letters, phonemes)` bounds of the LiteRT buckets: the words of at
     most `letters` letters decode at most `letters + LITERT_EXTRA_PHONEMES`
-    phonemes (never more than `max_length`). Bounds no shorter than the
+    phonemes (never more than `max_target_length`). Bounds no shorter than the
     longest training word are left out: `serving_default` holds them."""
     longest_word = max(len(word) for word, _ in train_words)
     return [
-        (letters, min(letters + LITERT_EXTRA_PHONEMES, max_length))
+        (letters, min(letters + LITERT_EXTRA_PHONEMES, max_target_length))
         for letters in LITERT_SOURCE_BUCKETS
         if letters < longest_word
     ]
@@ -489,7 +480,14 @@ def run(config: G2PConfig, context: RunContext) -> dict[str, Any]:
         splits["validation"], letters, phonemes, config.batch_size, False, config.seed
     )
     longest = max(len(p) for _, prons in splits["train"] for p in prons)
-    max_length = longest + 4
+    # One spec for the test decoding, the SavedModel and the LiteRT file:
+    # both files read words of up to the longest training word's letters.
+    decoding = seq2seq.DecodingSpec(
+        beam_width=config.beam_width,
+        length_penalty=config.length_penalty,
+        max_source_length=max(len(word) for word, _ in splits["train"]),
+        max_target_length=longest + 4,
+    )
     teacher = None
     if config.teacher is not None:
         teacher = load_teacher(config, letters, phonemes, context)
@@ -510,13 +508,13 @@ def run(config: G2PConfig, context: RunContext) -> dict[str, Any]:
         context,
         letters,
         phonemes,
-        beam_width=config.beam_width,
-        length_penalty=config.length_penalty,
-        max_source_length=max(len(word) for word, _ in splits["train"]),
-        max_target_length=max_length,
+        decoding=decoding,
+        text=seq2seq.TextSpec(split="characters", lowercase=True, separator=" "),
         # A --quick run's file holds serving_default only: each bucket is a
         # graph of its own to trace and convert, most of the export's time.
-        buckets=[] if config.quick else litert_buckets(splits["train"], max_length),
+        buckets=[]
+        if config.quick
+        else litert_buckets(splits["train"], decoding.max_target_length),
         litert_quantize=config.litert_quantize,
     )
 
@@ -526,24 +524,14 @@ def run(config: G2PConfig, context: RunContext) -> dict[str, Any]:
         f"decoding {len(test_words):,} test words with beam {config.beam_width}...",
         context.is_chief,
     )
-    beam_width, length_penalty = config.beam_width, config.length_penalty
-    predictions = predict(
-        model, test_words, letters, phonemes, max_length,
-        beam_width=beam_width, length_penalty=length_penalty,
-    )
+    predictions = predict(model, test_words, letters, phonemes, decoding)
     wer, per = error_rates(predictions, references, stress=False)
     if context.is_chief and model.has_attention:
-        draw_test_alignments(
-            model, test_words, letters, phonemes, max_length, context,
-            beam_width=beam_width, length_penalty=length_penalty,
-        )
+        draw_test_alignments(model, test_words, letters, phonemes, decoding, context)
     baseline_wer, baseline_per = error_rates(
         nearest_spelling(splits["train"], test_words), references, stress=False
     )
-    shown = predict(
-        model, list(SHOWN_WORDS), letters, phonemes, max_length,
-        beam_width=beam_width, length_penalty=length_penalty,
-    )
+    shown = predict(model, list(SHOWN_WORDS), letters, phonemes, decoding)
     examples = {
         word: " ".join(p)
         for word, p in [*zip(SHOWN_WORDS, shown), *zip(test_words[:5], predictions[:5])]

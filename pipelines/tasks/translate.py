@@ -72,19 +72,15 @@ def predict(
     batches: tf.data.Dataset,
     source_vocabulary: seq2seq.Vocabulary,
     target_vocabulary: seq2seq.Vocabulary,
-    *,
-    max_length: int,
-    beam_width: int,
-    length_penalty: float,
+    decoding: seq2seq.DecodingSpec,
 ) -> tuple[list[list[str]], list[list[list[str]]], list[list[str]]]:
     """Beam-search translations, references and copies of every batch.
 
     Args:
         batches: `({"source", "decoder_input"}, decoder_target)` batches.
-        max_length: `--max-length`, the words kept per sentence: a
-            translation ends after `max_length + 1` target tokens.
-        beam_width, length_penalty: The beam search's (`--beam-width`,
-            `--length-penalty`).
+        decoding: The run's `DecodingSpec` (`--beam-width`,
+            `--length-penalty`; a translation ends after
+            `max_target_length` = `--max-length` + 1 target tokens).
 
     Returns:
         `(predictions, references, copies)`: per sentence a list of target
@@ -100,10 +96,7 @@ def predict(
         for row in inputs["source"].numpy():
             copies.append(source_vocabulary.decode(row[row != seq2seq.UNKNOWN_ID]))
         predictions.extend(
-            encoder_decoder.beam_search(
-                model, inputs["source"], target_vocabulary, max_length + 1,
-                beam_width=beam_width, length_penalty=length_penalty,
-            )
+            encoder_decoder.beam_search(model, inputs["source"], target_vocabulary, decoding)
         )
         references.extend([target_vocabulary.decode(row)] for row in labels.numpy())
     return predictions, references, copies
@@ -159,18 +152,21 @@ def run(config: TranslateConfig, context: RunContext) -> dict[str, Any]:
         datasets["train"], datasets["validation"],
     )
     context.save(model, export=False)
+    # Sentences are cut to --max-length words; a translation then ends
+    # with <end>, one token more.
+    decoding = seq2seq.DecodingSpec(
+        beam_width=config.beam_width,
+        length_penalty=config.length_penalty,
+        max_source_length=config.max_length,
+        max_target_length=config.max_length + 1,
+    )
     litert_path = encoder_decoder.export_model(
         model,
         context,
         source_vocabulary,
         target_vocabulary,
-        beam_width=config.beam_width,
-        length_penalty=config.length_penalty,
-        max_source_length=config.max_length,
-        max_target_length=config.max_length + 1,
-        split="whitespace",
-        separator=" ",
-        lowercase=True,
+        decoding=decoding,
+        text=seq2seq.TextSpec(split="whitespace", lowercase=True, separator=" "),
         litert_quantize=config.litert_quantize,
     )
 
@@ -180,9 +176,7 @@ def run(config: TranslateConfig, context: RunContext) -> dict[str, Any]:
         datasets["test"],
         source_vocabulary,
         target_vocabulary,
-        max_length=config.max_length,
-        beam_width=config.beam_width,
-        length_penalty=config.length_penalty,
+        decoding,
     )
     sentence_error_rate, token_error_rate = edit_distance.error_rates(
         predictions, references

@@ -149,12 +149,12 @@ def test_no_stress_run_reports_the_scores_without_stress_only(tmp_path):
 def test_litert_buckets_are_those_shorter_than_the_longest_word():
     words = [("cat", [("K", "AE1", "T")]), ("photographs", [("F", "OW1", "T", "AH0")])]
     # 11 letters: the 8-letter bucket only, decoding 8 + 4 phonemes.
-    assert g2p.litert_buckets(words, max_length=20) == [(8, 12)]
-    # 13 letters: both, the 12-letter one cut to the run's max_length.
+    assert g2p.litert_buckets(words, max_target_length=20) == [(8, 12)]
+    # 13 letters: both, the 12-letter one cut to the run's max_target_length.
     words.append(("encyclopedias", [("IH0", "N")]))
-    assert g2p.litert_buckets(words, max_length=15) == [(8, 12), (12, 15)]
+    assert g2p.litert_buckets(words, max_target_length=15) == [(8, 12), (12, 15)]
     # 8 letters: serving_default holds every word, no bucket is left.
-    assert g2p.litert_buckets(words[:1] + [("aardvark", [("AA1",)])], max_length=20) == []
+    assert g2p.litert_buckets(words[:1] + [("aardvark", [("AA1",)])], max_target_length=20) == []
 
 
 def test_the_start_line_names_the_model_the_words_and_the_epochs():
@@ -247,6 +247,13 @@ def test_quick_run_beats_its_baseline_writes_outputs_and_serves_without_kerasrnn
     # A quick run's file holds serving_default alone: no word-length buckets.
     vocabulary = json.loads((out / "vocabulary.json").read_text())
     assert [bucket["signature"] for bucket in vocabulary["buckets"]] == ["serving_default"]
+    # Both files were exported with the same specs: the SavedModel reads as
+    # many letters as the LiteRT file, and decodes with the run's beam.
+    specs = json.loads((out / "saved_model" / "assets.extra" / "specs.json").read_text())
+    assert specs == {"decoding": vocabulary["decoding"], "text": vocabulary["text"]}
+    assert specs["decoding"]["max_source_length"] == vocabulary["max_source_length"]
+    assert specs["decoding"]["beam_width"] == 2
+    assert specs["text"] == {"split": "characters", "lowercase": True, "separator": " "}
     assert 0 <= metrics["litert_test_per"] <= 1.5 and 0 <= metrics["litert_test_wer"] <= 1
     client = f"""
         import runpy
