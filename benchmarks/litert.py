@@ -27,7 +27,12 @@ over 12 steps, batch 1, for each kerasrnn cell: `kerasrnn.export_litert`
 with the time loop unrolled, against the model's own call (`model(x)`) and
 its SavedModel (`model.export`), microseconds per call.
 
-`python -m benchmarks.litert [--quick] [--litert-run DIR]` prints these two
+Fused LSTM (`fused_rows`): `RNN(LSTMCell(32))` then `Dense` at batch 1
+over 10, 100 and 200 steps, exported with LiteRT's fused
+`UNIDIRECTIONAL_SEQUENCE_LSTM` (`fused=True`, the default at a fixed batch
+size) and with the unrolled loop (`fused=False`).
+
+`python -m benchmarks.litert [--quick] [--litert-run DIR]` prints these
 tables alone.
 """
 
@@ -342,6 +347,45 @@ def cell_rows(quick, repeats):
     return rows
 
 
+def fused_rows(quick, repeats):
+    """One row per sequence length: µs per batch-1 call of an LSTM model
+    exported with the fused sequence operator and with the unrolled loop."""
+    from ai_edge_litert.interpreter import Interpreter
+
+    features, units = 8, 32
+    rows = []
+    with tempfile.TemporaryDirectory() as directory:
+        for steps in (10,) if quick else (10, 100, 200):
+            model = keras.Sequential(
+                [
+                    keras.Input((steps, features), batch_size=1, name="x"),
+                    keras.layers.RNN(kerasrnn.LSTMCell(units)),
+                    keras.layers.Dense(1, name="y"),
+                ]
+            )
+            x = np.random.default_rng(steps).normal(size=(1, steps, features)).astype(np.float32)
+            runners, operators = {}, {}
+            for variant, fused in (("fused", True), ("unrolled", False)):
+                path = pathlib.Path(directory) / f"{variant}_{steps}.tflite"
+                kerasrnn.export_litert(model, path, sequence_length=steps, fused=fused)
+                counted = kerasrnn.count_litert_operators(path)["serving_default"]
+                operators[variant] = sum(counted.values())
+                runner = Interpreter(str(path), num_threads=1).get_signature_runner()
+                runners[variant] = lambda runner=runner, x=x: [runner(x=x) for _ in range(BURST)]
+            medians = interleaved_medians(runners, repeats, warmup=1)
+            rows.append(
+                {
+                    "steps": steps,
+                    "fused_operators": operators["fused"],
+                    "unrolled_operators": operators["unrolled"],
+                    "fused_us": 1e6 * medians["fused"] / BURST,
+                    "unrolled_us": 1e6 * medians["unrolled"] / BURST,
+                    "unrolled_over_fused": medians["unrolled"] / medians["fused"],
+                }
+            )
+    return rows
+
+
 def print_tables(run, quick, repeats):
     """Measure and print the G2P and cell tables."""
     rows, operators, notes = g2p_rows(run, quick=quick, calls=5 if quick else 200)
@@ -378,6 +422,19 @@ def print_tables(run, quick, repeats):
             "saved_model_us",
             "keras_over_litert",
             "saved_model_over_litert",
+        ],
+    )
+    print_table(
+        "LiteRT: an LSTM layer (32 units) at batch 1, fused sequence operator against the "
+        "unrolled loop, µs per call",
+        fused_rows(quick, repeats),
+        [
+            "steps",
+            "fused_operators",
+            "unrolled_operators",
+            "fused_us",
+            "unrolled_us",
+            "unrolled_over_fused",
         ],
     )
 

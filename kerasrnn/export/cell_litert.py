@@ -9,6 +9,7 @@ converted by `kerasrnn.export.converter`; with `streaming=True` it adds a
 signature that runs one time step at a time.
 """
 
+import contextlib
 import os
 import pathlib
 from collections.abc import Callable
@@ -25,6 +26,7 @@ from kerasrnn.export.converter import (
     convert_concrete_functions,
     write_atomically,
 )
+from kerasrnn.export.fused_lstm import constant_weights, fusable_reason, fused_inner_loop
 from kerasrnn.export.rnn_loop import (
     dropout_off,
     litert_inner_loop,
@@ -75,11 +77,14 @@ def _check_model(model: Any) -> tuple[list[TensorLike], list[keras.layers.RNN]]:
     return inputs, recurrent
 
 
-def _input_specs(inputs: list[TensorLike], sequence_length: int | None) -> list[Any]:
-    """`tf.TensorSpec`s of the model's inputs, batch dimension free."""
+def _input_specs(
+    inputs: list[TensorLike], sequence_length: int | None, batch_size: int | None
+) -> list[Any]:
+    """`tf.TensorSpec`s of the model's inputs, batch dimension `batch_size`
+    (None: free)."""
     specs = []
     for index, tensor in enumerate(inputs):
-        shape = [None, *tensor.shape[1:]]
+        shape = [batch_size, *tensor.shape[1:]]
         if len(shape) >= 2 and sequence_length is not None:
             declared = shape[1]
             if declared is not None and declared != sequence_length:
@@ -101,6 +106,13 @@ def _input_specs(inputs: list[TensorLike], sequence_length: int | None) -> list[
             for index, spec in enumerate(specs)
         ]
     return specs
+
+
+def _model_batch_size(inputs: list[TensorLike]) -> int | None:
+    """The batch size the model's inputs fix (`keras.Input(batch_size=...)`),
+    or None where they leave it free or disagree."""
+    sizes = {tensor.shape[0] for tensor in inputs}
+    return sizes.pop() if len(sizes) == 1 else None
 
 
 def _check_unrollable(recurrent: list[keras.layers.RNN], specs: list[Any]) -> None:
@@ -134,6 +146,27 @@ def _named_outputs(model: keras.Model, outputs: Any) -> dict[str, TensorLike]:
     if len(names) != len(flat) or len(set(names)) != len(names):
         names = [f"output_{index}" for index in range(len(flat))]
     return dict(zip(names, flat))
+
+
+def _traceable(
+    model: keras.Model, recurrent: list[keras.layers.RNN], steps: int | None, fused: bool
+) -> contextlib.AbstractContextManager[Any]:
+    """`traceable_for_litert`, and with `fused` the LSTM layers that fit
+    LiteRT's fused operator stepped by `fused_inner_loop` instead, traced
+    on constant weights (see `kerasrnn.export.fused_lstm`)."""
+    if not fused:
+        return traceable_for_litert(recurrent, steps)
+    loops = []
+    for layer in recurrent:
+        loop = litert_inner_loop(layer, steps)
+        if fusable_reason(layer) is None:
+            loop = fused_inner_loop(layer, fallback=loop)
+        loops.append((layer, loop))
+    stack = contextlib.ExitStack()
+    stack.enter_context(dropout_off(recurrent))
+    stack.enter_context(replaced_inner_loops(loops))
+    stack.enter_context(constant_weights(model))
+    return stack
 
 
 #: The signature `export_litert(..., streaming=True)` adds.
@@ -295,6 +328,8 @@ def export_litert(
     sequence_length: int | None = None,
     quantize: str | None = None,
     streaming: bool = False,
+    batch_size: int | None = None,
+    fused: bool = True,
 ) -> pathlib.Path:
     """Write a recurrent Keras model as a LiteRT `.tflite` file.
 
@@ -318,10 +353,25 @@ def export_litert(
       a dict output's keys; `output_0`, ... where those are not unique),
       float32, the model's output shapes with a `batch` first dimension.
 
-    The batch dimension (and, without `sequence_length`, the time
-    dimension) is dynamic: `Interpreter.resize_tensor_input` then
-    `allocate_tensors` sets it, or a `get_signature_runner(
-    "serving_default")` call resizes to the arrays it is given.
+    The batch dimension is `batch_size`, or the model's own where its
+    inputs fix one (`keras.Input(batch_size=...)`), else dynamic; without
+    `sequence_length` the time dimension is dynamic too. A dynamic
+    dimension is set by `Interpreter.resize_tensor_input` then
+    `allocate_tensors`, or by a `get_signature_runner("serving_default")`
+    call, which resizes to the arrays it is given.
+
+    With a fixed batch size and `fused=True`, every LSTM layer (kerasrnn's
+    `LSTMCell` or Keras's `LSTM`/`LSTMCell` in `keras.layers.RNN`, with tanh
+    and sigmoid, float32) becomes one LiteRT `UNIDIRECTIONAL_SEQUENCE_LSTM`
+    operator, two for a `Bidirectional` layer (with a `REVERSE_V2` each
+    way): the file's operator count no longer grows with `sequence_length`
+    (the loop costs about ten operators per step and direction). A layer
+    keeps the loop where the operator's contract does not fit: a mask
+    (`Embedding(mask_zero=True)`), an initial state passed to the layer,
+    final states that are used (`return_state=True`), another cell or
+    activation. The operator keeps its states between calls; the file
+    zeroes them at the start of every call, so a call never depends on the
+    one before.
 
     With `streaming=True` the file has a second signature, `step`, that
     runs the model one time step at a time at constant memory, its
@@ -362,6 +412,11 @@ def export_litert(
         quantize: `None` (float32), `"float16"` or `"dynamic_int8"`; see
             `QUANTIZE_OPTIONS`.
         streaming: Whether to add the `step` signature described above.
+        batch_size: Positive integer, the batch size `serving_default`
+            takes; `None`: the model's own, or any.
+        fused: Whether LSTM layers become LiteRT's fused sequence operator
+            where the batch size is fixed (see above); `False` keeps every
+            layer's time loop.
 
     Returns:
         `pathlib.Path(path)`.
@@ -392,8 +447,13 @@ def export_litert(
         sequence_length = check_positive_int("sequence_length", sequence_length)
     quantize = check_quantize(quantize)
     streaming = check_bool("streaming", streaming)
+    if batch_size is not None:
+        batch_size = check_positive_int("batch_size", batch_size)
+    else:
+        batch_size = _model_batch_size(inputs)
+    fused = check_bool("fused", fused)
     target = check_litert_path(path)
-    specs = _input_specs(inputs, sequence_length)
+    specs = _input_specs(inputs, sequence_length, batch_size)
     _check_unrollable(recurrent, specs)
     if streaming:
         _check_streamable(model, inputs, recurrent)
@@ -403,7 +463,7 @@ def export_litert(
         return _named_outputs(model, model(structure, training=False))
 
     functions = {}
-    with traceable_for_litert(recurrent, sequence_length):
+    with _traceable(model, recurrent, sequence_length, fused and batch_size is not None):
         function = tf.function(serve, input_signature=specs)
         functions["serving_default"] = function.get_concrete_function()
     if streaming:

@@ -4,9 +4,10 @@
   that run before any conversion;
 - `convert_concrete_functions(functions, quantize=..., model=...)`: freeze
   the variables to constants, convert with LiteRT's builtin ops only, turn an
-  op without a builtin into a `ValueError` naming the op and its layer, and
-  run the result once so that a model which would fail at `invoke()` is
-  never returned;
+  op without a builtin into a `ValueError` naming the op and its layer,
+  zero the states of LiteRT's stateful operators at the start of every call
+  (`kerasrnn.export.variable_tensors`), and run the result once so that a
+  model which would fail at `invoke()` is never returned;
 - `write_atomically(path, content)`: the bytes appear at `path` whole or
   not at all;
 - `count_litert_operators(model)`: the operators each signature runs.
@@ -32,6 +33,7 @@ from keras import tree
 from tensorflow.python.framework.convert_to_constants import (
     convert_variables_to_constants_v2,
 )
+from kerasrnn.export.variable_tensors import zeroed_on_every_call
 
 from kerasrnn.keras_internals import sublayers
 from kerasrnn.native_output import held_back_stderr
@@ -189,7 +191,7 @@ def convert_concrete_functions(
     # XNNPACK delegate: the export's own steps, not the user's, so their
     # output is shown only if one fails.
     with held_back_stderr(True):
-        content = _convert(functions, quantize, model)
+        content = zeroed_on_every_call(_convert(functions, quantize, model))
         _check_invokes(content)
     return content
 
@@ -236,10 +238,17 @@ def _frozen_with_names(key: Any, function: Any) -> Any:
         raise ValueError(
             f"functions[{key!r}] must return a dict of named tensors. Received outputs: {outputs!r}"
         )
-    frozen = convert_variables_to_constants_v2(function, lower_control_flow=False)
+    # Freezing inlines every function the graph calls; a function traced
+    # on constants (`kerasrnn.export.fused_lstm.constant_weights`) has
+    # nothing to freeze and keeps the functions the converter fuses.
+    frozen = (
+        convert_variables_to_constants_v2(function, lower_control_flow=False)
+        if function.variables
+        else function
+    )
 
     def named(*inputs: TensorLike) -> dict[str, TensorLike]:
-        return tree.pack_sequence_as(outputs, frozen(*inputs))
+        return tree.pack_sequence_as(outputs, tree.flatten(frozen(*inputs)))
 
     return tf.function(named, input_signature=specs).get_concrete_function()
 

@@ -33,7 +33,14 @@ from kerasrnn.keras_internals import (
 )
 from kerasrnn.types import TensorLike
 
-__all__ = ["dropout_off", "litert_inner_loop", "recurrent_layers", "traceable_for_litert"]
+__all__ = [
+    "dropout_off",
+    "litert_inner_loop",
+    "looped_steps",
+    "recurrent_layers",
+    "traceable_for_litert",
+    "unrolled_steps",
+]
 
 #: One masked cell step, `(inputs, states, keep, previous) -> (output,
 #: states)`: `keep` the step's (batch, 1) mask or None, `previous` the
@@ -125,7 +132,7 @@ def litert_inner_loop(layer: keras.layers.RNN, steps: int | None) -> Callable[..
                 "(batch, size) and one dtype. Pass a sequence_length to unroll "
                 "the layer instead."
             )
-        loop = _unrolled if steps is not None else _looped
+        loop = unrolled_steps if steps is not None else looped_steps
         last, outputs, states = loop(
             step,
             sequences,
@@ -140,11 +147,11 @@ def litert_inner_loop(layer: keras.layers.RNN, steps: int | None) -> Callable[..
 
 
 def _packable(states: tuple[TensorLike, ...]) -> bool:
-    """Whether `_looped` can carry `states` as one concatenated tensor."""
+    """Whether `looped_steps` can carry `states` as one concatenated tensor."""
     return all(len(state.shape) == 2 and state.dtype == states[0].dtype for state in states)
 
 
-def _unrolled(
+def unrolled_steps(
     step: Step, sequences: Any, mask: Any, states: tuple[TensorLike, ...], keep_all: bool
 ) -> tuple[TensorLike, TensorLike | None, tuple[TensorLike, ...]]:
     """One `step` per time step of a fixed length, no loop op.
@@ -170,12 +177,12 @@ def _unrolled(
     return output, tf.stack(outputs) if keep_all else None, states
 
 
-def _looped(
+def looped_steps(
     step: Step, sequences: Any, mask: Any, states: tuple[TensorLike, ...], keep_all: bool
 ) -> tuple[TensorLike, TensorLike | None, tuple[TensorLike, ...]]:
     """`step` in a `WHILE` loop over a dynamic number of time steps.
 
-    Arguments and result as `_unrolled`. Step t's inputs are read with
+    Arguments and result as `unrolled_steps`. Step t's inputs are read with
     `GATHER`; with `keep_all` its output is written into row t of a
     (time, batch, n) tensor by XLA's dynamic-update-slice op, which
     TensorFlow runs only under XLA but LiteRT has as the builtin

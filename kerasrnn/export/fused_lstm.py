@@ -1,0 +1,172 @@
+"""LSTM layers as LiteRT's fused `UNIDIRECTIONAL_SEQUENCE_LSTM` operator.
+
+LiteRT runs a whole LSTM sequence as one operator, whatever its length,
+where the unrolled loop of `kerasrnn.export.rnn_loop` costs about ten
+operators per step. Its converter builds that operator from a function
+that carries Keras 2's marks: the attribute `api_implements` =
+`"lstm_<id>"` (with `time_major` and `go_backwards`), the arguments
+`(inputs, h_0, c_0, kernel, recurrent_kernel, bias)` and five results
+`(last_output, outputs, h_T, c_T, runtime)`. Keras 3 no longer writes such a
+function, so its LSTMs reach LiteRT as loops; `fused_inner_loop` writes it
+again for an LSTM layer while an export traces the layer.
+
+The converter fuses the function only when:
+
+- the initial states and the weights have static shapes (a fixed batch
+  size), and no mask is passed (the operator has no mask input);
+- nothing reads the final states `h_T`, `c_T` (the operator does not output
+  them): a layer with `return_state=True` whose states are used is left as
+  the function's own body, the equations below;
+- the function survives as a function: freezing variables into constants
+  inlines every function, so the export traces with the weights as
+  constants (`constant_weights`) and has nothing to freeze.
+
+The fused operator keeps its states in LiteRT *variable tensors*: each call
+starts from the states the previous call ended with (the operator's design,
+made for stateful streaming; tensorflow/tensorflow#47813). A client resets
+them before every call with `Interpreter.reset_all_variables()`; the
+batch size is fixed at conversion (the variable tensors have its shape).
+"""
+
+import contextlib
+import uuid
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import keras
+import tensorflow as tf
+from keras import tree
+
+from kerasrnn.cells.lstm import LSTMCell
+from kerasrnn.export.rnn_loop import looped_steps, unrolled_steps
+from kerasrnn.types import TensorLike
+
+__all__ = ["constant_weights", "fusable_reason", "fused_inner_loop"]
+
+
+def fusable_reason(layer: keras.layers.RNN) -> str | None:
+    """Why `layer` cannot be written as the fused operator, or None if it can.
+
+    The operator computes `eq:rnn-lstm-i` … `eq:rnn-lstm-h` with sigmoid
+    gates and tanh candidate and output, the gates in Keras's order
+    i, f, c~, o: an LSTM cell (kerasrnn's `LSTMCell` or Keras's) with those
+    activations, alone in its `RNN` layer, computing in float32.
+    """
+    cell = layer.cell
+    if not isinstance(cell, (LSTMCell, keras.layers.LSTMCell)):
+        return f"its cell is {type(cell).__name__}, not an LSTM cell"
+    if cell.activation is not keras.activations.tanh:
+        return "its activation is not tanh"
+    if cell.recurrent_activation is not keras.activations.sigmoid:
+        return "its recurrent_activation is not sigmoid"
+    if layer.compute_dtype != "float32":
+        return f"it computes in {layer.compute_dtype}, not float32"
+    return None
+
+
+def _is_zero_state(state: TensorLike) -> bool:
+    """Whether `state` is a constant of zeros (the layer's own initial state
+    at a fixed batch size); the operator starts from zeros only."""
+    value = tf.get_static_value(state)
+    return value is not None and not value.any()
+
+
+def _lstm_function(go_backwards: bool) -> Any:
+    """The function the converter fuses: Keras 2's marks and argument
+    layout, its body the LSTM's equations (run when it is not fused)."""
+
+    def lstm(
+        inputs: TensorLike,
+        h_0: TensorLike,
+        c_0: TensorLike,
+        kernel: TensorLike,
+        recurrent_kernel: TensorLike,
+        bias: TensorLike,
+    ) -> tuple[TensorLike, ...]:
+        """(batch, time, d) inputs -> (last_output, outputs, h_T, c_T, runtime)."""
+
+        def step(
+            x: TensorLike, states: tuple[TensorLike, ...], keep: Any, previous: Any
+        ) -> tuple[TensorLike, tuple[TensorLike, ...]]:
+            h, c = states
+            z = tf.matmul(x, kernel) + tf.matmul(h, recurrent_kernel) + bias
+            z_i, z_f, z_c, z_o = tf.split(z, 4, axis=-1)
+            c = tf.sigmoid(z_f) * c + tf.sigmoid(z_i) * tf.tanh(z_c)
+            h = tf.sigmoid(z_o) * tf.tanh(c)
+            return h, (h, c)
+
+        sequences = tf.transpose(inputs, [1, 0, 2])
+        if go_backwards:
+            sequences = tf.reverse(sequences, [0])
+        loop = unrolled_steps if inputs.shape[1] is not None else looped_steps
+        last, outputs, (h, c) = loop(step, sequences, None, (h_0, c_0), True)
+        # The fifth result is Keras 2's "runtime" marker, which the
+        # converter expects and replaces.
+        return last, tf.transpose(outputs, [1, 0, 2]), h, c, tf.constant(0.0)
+
+    return tf.function(
+        lstm,
+        autograph=False,
+        experimental_attributes={
+            "api_implements": f"lstm_{uuid.uuid4().hex}",
+            "time_major": False,
+            "go_backwards": go_backwards,
+        },
+    )
+
+
+def fused_inner_loop(layer: keras.layers.RNN, fallback: Callable[..., Any]) -> Callable[..., Any]:
+    """A stand-in for `layer.inner_loop` that the converter fuses.
+
+    Where the call cannot be fused (a mask is passed, the initial state is
+    not the zero state or the batch size is not fixed), the call goes to
+    `fallback`, `kerasrnn.export.rnn_loop.litert_inner_loop`'s loop.
+
+    Args:
+        layer: A `keras.layers.RNN` for which `fusable_reason` is None.
+        fallback: The stand-in used where this one cannot serve.
+
+    Returns:
+        A function `(sequences, initial_state, mask, training) ->
+        (last_output, outputs, states)` like `keras.layers.RNN.inner_loop`.
+    """
+    function = _lstm_function(layer.go_backwards)
+
+    def inner_loop(
+        sequences: Any, initial_state: Any, mask: Any, training: bool = False
+    ) -> tuple[TensorLike, TensorLike, Any]:
+        if tree.is_nested(mask):
+            mask = mask[0]
+        states = tree.flatten(initial_state)
+        if (
+            mask is not None
+            or tree.is_nested(sequences)
+            or sequences.shape[0] is None
+            or not all(_is_zero_state(state) for state in states)
+        ):
+            return fallback(sequences, initial_state, mask, training)
+        cell = layer.cell
+        bias = cell.bias if cell.use_bias else tf.zeros([4 * cell.units])
+        weights = (cell.kernel, cell.recurrent_kernel, bias)
+        last, outputs, h, c, _ = function(
+            tf.cast(sequences, tf.float32),
+            *states,
+            *[tf.convert_to_tensor(weight) for weight in weights],
+        )
+        return last, outputs, tree.pack_sequence_as(initial_state, [h, c])
+
+    return inner_loop
+
+
+@contextlib.contextmanager
+def constant_weights(model: keras.Model) -> Iterator[None]:
+    """Trace `model` with its variables read as constants of their values.
+
+    Inside, every read of one of the model's variables gives a constant
+    (a `keras.StatelessScope` mapping each variable to its value), so the
+    traced function has no variables to freeze, and the fused functions
+    survive to the converter.
+    """
+    mapping = [(variable, tf.constant(variable.numpy())) for variable in model.variables]
+    with keras.StatelessScope(state_mapping=mapping):
+        yield
