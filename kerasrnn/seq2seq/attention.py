@@ -13,8 +13,8 @@ look back at all encoder states. Symbols, the same in the code:
     a = Σ_j α_j h_j   (batch, m)     the context the decoder reads at this step
 
 Padding gets weight exactly 0 by masking, not by adding a large negative
-constant (which leaks weight under float16); a source that is all padding
-gets α = 0 and a = 0, never NaN.
+constant to float16 scores (which leaks weight); a source that is all
+padding gets α = 0 and a = 0, never NaN.
 
 The memory projections W_h h_j (Bahdanau) and W h_j (Luong) do not depend on
 the decoder step, so `keys(memory)` computes them once per source sequence
@@ -36,7 +36,9 @@ from keras import ops
 
 from kerasrnn.types import Config, TensorLike
 
-ATTENTIONS = ("bahdanau", "luong")
+
+#: The score padding enters the softmax with (float32's lowest is −3.4e38).
+LOWEST_FLOAT32 = -3.0e38
 
 
 def masked_softmax(scores: TensorLike, mask: TensorLike) -> TensorLike:
@@ -52,12 +54,14 @@ def masked_softmax(scores: TensorLike, mask: TensorLike) -> TensorLike:
     """
     scores = ops.cast(scores, "float32")
     mask = ops.cast(mask, "bool")
-    largest = ops.max(ops.where(mask, scores, -3.0e38), axis=-1, keepdims=True)
-    # The inner `where` keeps exp() away from the padded scores, so that
-    # neither the values nor the gradients can overflow there.
-    weights = ops.where(mask, ops.exp(ops.where(mask, scores - largest, 0.0)), 0.0)
-    total = ops.sum(weights, axis=-1, keepdims=True)
-    return weights / ops.where(total > 0.0, total, 1.0)
+    # Padding enters the softmax as the lowest float32 score: in a row with a
+    # real position, whose score the softmax subtracts first, its exp()
+    # underflows to exactly 0. A row of padding only would get uniform
+    # weight, which the outer `where` turns into 0. Three operators (one
+    # softmax) where a softmax written out takes nine: every decoder step of
+    # an unrolled LiteRT graph runs them.
+    weights = ops.softmax(ops.where(mask, scores, LOWEST_FLOAT32), axis=-1)
+    return ops.where(mask, weights, 0.0)
 
 
 def weighted_sum(weights: TensorLike, memory: TensorLike) -> TensorLike:
