@@ -1,7 +1,9 @@
 """What `kerasrnn-train` accepts: option types and the options every task shares.
 
 A leaf module: it imports nothing of `kerasrnn_pipelines.tasks`, of the command line
-or of TensorFlow, so that every value is checked before TensorFlow loads.
+or of TensorFlow, so that every value is checked before TensorFlow loads. The
+values kerasrnn's own arguments allow come from `kerasrnn.allowed` (as `allowed`),
+executed without the package's `__init__`, which imports Keras.
 
 A task's configuration is a frozen dataclass derived from `RunConfig`
 (`kerasrnn_pipelines.tasks.options.<task>`). Each field is one option, defined once
@@ -20,13 +22,35 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import importlib.util
 import json
 import math
 import os
 import pathlib
 import tempfile
+import types
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar, NamedTuple
+
+
+def _kerasrnn_allowed() -> types.ModuleType:
+    """`kerasrnn/allowed.py` executed alone: importing `kerasrnn.allowed`
+    would run `kerasrnn/__init__.py` first, and with it Keras and
+    TensorFlow (`kerasrnn.allowed` says why it is loaded this way)."""
+    package = importlib.util.find_spec("kerasrnn")
+    if package is None or package.origin is None:
+        raise ImportError("kerasrnn-train needs the kerasrnn package; it is not installed")
+    path = pathlib.Path(package.origin).with_name("allowed.py")
+    spec = importlib.util.spec_from_file_location("kerasrnn_pipelines.kerasrnn_allowed", path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot load {path}")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+#: `kerasrnn.allowed`: the values kerasrnn's own arguments allow.
+allowed = _kerasrnn_allowed()
 
 #: `--cell` name -> the kerasrnn cell class it builds.
 CELLS = {
@@ -39,10 +63,11 @@ CELLS = {
 #: Distribution strategies `--strategy` accepts (see `kerasrnn_pipelines.distributed`).
 STRATEGIES = ("default", "mirrored", "multiworker")
 
-#: `--litert-quantize` values: `kerasrnn.export.converter.QUANTIZE_OPTIONS`
-#: with None spelled float32, written out because importing kerasrnn loads
-#: TensorFlow; a test holds the two equal.
-LITERT_QUANTIZE = ("float32", "float16", "dynamic_int8")
+#: `--litert-quantize` values: the exporters' `quantize` options
+#: (`kerasrnn.allowed.QUANTIZE_OPTIONS`) with None spelled float32.
+LITERT_QUANTIZE = tuple(
+    "float32" if name is None else name for name in allowed.QUANTIZE_OPTIONS
+)
 
 #: `--seed` seeds NumPy, whose seeds are unsigned 32-bit integers.
 SEED_LIMIT = 2**32

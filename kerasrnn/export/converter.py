@@ -33,8 +33,9 @@ from keras import tree
 from tensorflow.python.framework.convert_to_constants import (
     convert_variables_to_constants_v2,
 )
-from kerasrnn.export.variable_tensors import zeroed_on_every_call
 
+from kerasrnn.allowed import QUANTIZE_OPTIONS
+from kerasrnn.export.variable_tensors import zeroed_on_every_call
 from kerasrnn.keras_internals import sublayers
 from kerasrnn.native_output import held_back_stderr
 from kerasrnn.types import TensorLike
@@ -48,14 +49,6 @@ __all__ = [
     "count_litert_operators",
     "write_atomically",
 ]
-
-#: What `quantize` accepts: `None` keeps float32 weights; `"float16"`
-#: stores the weights as float16 (half the size, computed in float32);
-#: `"dynamic_int8"` stores weight matrices of 1024 elements or more as int8
-#: with float scales and quantizes activations on the fly (the converter's
-#: dynamic-range mode; smaller weights stay float32).
-QUANTIZE_OPTIONS = (None, "float16", "dynamic_int8")
-
 
 
 # ----------------------------------------------------------------- checks

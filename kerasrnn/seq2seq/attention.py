@@ -34,6 +34,7 @@ from typing import Any
 import keras
 from keras import ops
 
+from kerasrnn.allowed import ATTENTIONS as ATTENTIONS
 from kerasrnn.types import Config, TensorLike
 
 

@@ -60,6 +60,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import tensorflow as tf
 
+from kerasrnn.allowed import MAX_LENGTH_PENALTY
 from kerasrnn.seq2seq.beam import LIVE, BeamState, beam_step, initial_beam, rank_beam
 from kerasrnn.seq2seq.loss import next_token_log_probs
 from kerasrnn.seq2seq.protocol import DecodableModel
@@ -82,11 +83,6 @@ Choice = Callable[[TensorLike, TensorLike], TensorLike]
 #: (sampling's noise: (max_target_length, batch, V) floats) that are
 #: allocated before the first step.
 MAX_DECODE_LENGTH = 2**16
-
-#: The largest GNMT length penalty α: ((5 + L)/6)^α stays below 2.1e32 for
-#: every L ≤ MAX_DECODE_LENGTH, so that scores neither overflow float32
-#: (3.4e38) nor collapse to 0 and lose their order.
-MAX_LENGTH_PENALTY = 8.0
 
 #: The seeds `sample_decode` takes: int64, what the stateless noise reads.
 SEED_RANGE = (-(2**63), 2**63 - 1)

@@ -73,6 +73,7 @@ import keras
 import tensorflow as tf
 from keras import ops
 
+from kerasrnn.allowed import CONTEXTS
 from kerasrnn.seq2seq.decoder_attention import decoder_attention
 from kerasrnn.seq2seq.dropout_masks import sequence_dropout_masks
 from kerasrnn.seq2seq.loss import next_token_log_probs
@@ -93,7 +94,6 @@ from kerasrnn.validation import (
     check_seed,
 )
 
-CONTEXTS = ("initial_state", "every_step", "both")
 
 def _state_sizes(cell: keras.layers.Layer) -> list[int]:
     """The cell's state sizes as a list of ints ([n] or [n, n] for an LSTM)."""

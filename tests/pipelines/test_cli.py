@@ -439,22 +439,48 @@ def test_fingerprint_holds_the_training_options_only():
     assert "sample_chars" not in cli.parse_config(["charlm"]).fingerprint()
 
 
-def test_cell_names_and_contexts_are_those_of_kerasrnn():
+def test_cell_names_are_those_of_kerasrnn():
     import keras
 
     import kerasrnn
-    from kerasrnn import seq2seq
-    from kerasrnn_pipelines.tasks.options import seq2seq_config as seq2seq_options
 
     for class_name in options.CELLS.values():
         assert issubclass(getattr(kerasrnn, class_name), keras.layers.Layer)
-    assert seq2seq_options.CONTEXTS == seq2seq.CONTEXTS
-    assert seq2seq_options.ATTENTIONS == ("none", *seq2seq.ATTENTIONS)
-    assert seq2seq_options.MAX_LENGTH_PENALTY == seq2seq.decoding.MAX_LENGTH_PENALTY
-    # --litert-quantize spells the exporters' None (float32 weights) out.
-    assert options.LITERT_QUANTIZE == tuple(
-        "float32" if name is None else name for name in kerasrnn.export.converter.QUANTIZE_OPTIONS
+
+
+def test_the_values_kerasrnn_allows_reach_the_command_line_without_keras():
+    # Imported and used as the command line does, in a fresh interpreter:
+    # this one has loaded TensorFlow already.
+    program = """
+import json
+import sys
+
+from kerasrnn_pipelines import cli
+from kerasrnn_pipelines.options import allowed
+
+config = cli.parse_config(
+    ["g2p", "--context", "both", "--length-penalty", "8", "--litert-quantize", "float16"]
+)
+print(json.dumps({
+    "file": allowed.__file__,
+    "values": [config.context, config.length_penalty, config.litert_quantize],
+    "imported": sorted({"kerasrnn", "keras", "tensorflow"} & set(sys.modules)),
+}))
+"""
+    completed = subprocess.run(
+        [sys.executable, "-c", program],
+        capture_output=True,
+        text=True,
+        cwd=REPOSITORY,
+        env=subprocess_env(),
+        timeout=120,
     )
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    result = json.loads(completed.stdout.splitlines()[-1])
+    # Neither Keras nor TensorFlow, nor kerasrnn's __init__, which imports them.
+    assert result["imported"] == []
+    assert result["file"] == str(REPOSITORY / "kerasrnn" / "allowed.py")
+    assert result["values"] == ["both", 8.0, "float16"]
 
 
 @pytest.mark.parametrize("name", list(CONFIGS))

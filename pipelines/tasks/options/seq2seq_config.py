@@ -9,6 +9,7 @@ import dataclasses
 from kerasrnn_pipelines.options import (
     ConfigError,
     LiteRTConfig,
+    allowed,
     fraction,
     non_negative_int,
     number_type,
@@ -18,23 +19,17 @@ from kerasrnn_pipelines.options import (
     switch,
 )
 
-#: `kerasrnn.seq2seq.CONTEXTS`, written out because importing kerasrnn loads
-#: TensorFlow; a test holds the two equal.
-CONTEXTS = ("initial_state", "every_step", "both")
-
-#: `--attention` values: "none" or `kerasrnn.seq2seq.attention.ATTENTIONS`.
-ATTENTIONS = ("none", "bahdanau", "luong")
+#: `--attention` values: "none" or one of `kerasrnn.allowed.ATTENTIONS`.
+ATTENTIONS = ("none", *allowed.ATTENTIONS)
 
 #: Decays of the teacher-forcing probability ε (`--scheduled-sampling`).
 SCHEDULES = ("none", "linear", "exponential", "inverse_sigmoid")
 
-#: `kerasrnn.seq2seq.decoding.MAX_LENGTH_PENALTY`, written out for the same
-#: reason: the largest α the decoders take, refused here rather than after
-#: training.
-MAX_LENGTH_PENALTY = 8.0
+#: `--length-penalty`: the α the decoders take, refused here rather than
+#: after training.
 length_penalty_value = number_type(
-    f"a number in [0, {MAX_LENGTH_PENALTY:g}]", float,
-    lambda v: 0.0 <= v <= MAX_LENGTH_PENALTY,
+    f"a number in [0, {allowed.MAX_LENGTH_PENALTY:g}]", float,
+    lambda v: 0.0 <= v <= allowed.MAX_LENGTH_PENALTY,
 )
 
 
@@ -52,7 +47,7 @@ class Seq2SeqConfig(LiteRTConfig):
     )
     context: str = option(
         "initial_state",
-        one_of(*CONTEXTS),
+        one_of(*allowed.CONTEXTS),
         "how the decoder receives the encoder's context",
     )
     attention: str = option(

@@ -1,0 +1,41 @@
+"""What kerasrnn's arguments allow: the names they choose from and the
+bounds of their numbers, each defined here once.
+
+`kerasrnn.seq2seq` and `kerasrnn.export` import these, and so does
+`kerasrnn-train`, which refuses a value its run could not use before
+TensorFlow loads (one line, exit status 2) and so must not import Keras.
+This module therefore imports nothing, not even from kerasrnn.
+
+Importing `kerasrnn.allowed` still runs `kerasrnn/__init__.py` first, which
+imports Keras and with it TensorFlow, so the command line does not import
+it: `kerasrnn_pipelines.options` executes this file alone, found beside the
+package's `__init__.py`. Making the package's `__init__` lazy (PEP 562
+`__getattr__`) instead was not done: `import kerasrnn` must register the
+cells with Keras, so that `keras.saving.load_model` finds them, and hold
+back TensorFlow's start-up lines as it loads TensorFlow; a lazy `__init__`
+would do neither, and `__init__` cannot tell `import kerasrnn` from the
+import of a submodule. Executing one file that imports nothing changes
+nothing for anyone else; its only cost is that the command line holds a
+second module object with the same values.
+"""
+
+#: `Seq2Seq(context=...)`: how the decoder receives the encoder's context
+#: (see `kerasrnn.seq2seq.model`).
+CONTEXTS = ("initial_state", "every_step", "both")
+
+#: `Seq2Seq(attention=...)` besides None: additive (Bahdanau) and general
+#: (Luong) attention over the encoder's outputs.
+ATTENTIONS = ("bahdanau", "luong")
+
+#: The largest GNMT length penalty α of beam search: ((5 + L)/6)^α stays
+#: below 2.1e32 for every length L up to the decoders' most steps (65536,
+#: `kerasrnn.seq2seq.decoding.MAX_DECODE_LENGTH`), so that scores neither
+#: overflow float32 (3.4e38) nor collapse to 0 and lose their order.
+MAX_LENGTH_PENALTY = 8.0
+
+#: What `quantize` accepts: `None` keeps float32 weights; `"float16"`
+#: stores the weights as float16 (half the size, computed in float32);
+#: `"dynamic_int8"` stores weight matrices of 1024 elements or more as int8
+#: with float scales and quantizes activations on the fly (the converter's
+#: dynamic-range mode; smaller weights stay float32).
+QUANTIZE_OPTIONS = (None, "float16", "dynamic_int8")
