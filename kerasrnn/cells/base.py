@@ -240,14 +240,14 @@ class RecurrentCell(keras.layers.Layer, DropoutRNNCell, metaclass=abc.ABCMeta):
             `(batch, g·n)`, a_t.
         """
         self.check_step_input(inputs)
-        a = ops.matmul(
-            self.dropped_inputs(inputs, training), self.kernel
-        ) + ops.matmul(
-            self.dropped_state(h_prev, training), self.recurrent_kernel
-        )
+        a = ops.matmul(self.dropped_inputs(inputs, training), self.kernel)
+        # The bias is added to x_t W before h_{t-1} U: LiteRT's converter
+        # folds it into x_t W's FULLY_CONNECTED, one operator less per step.
         if self.use_bias:
             a = a + self.bias
-        return a
+        return a + ops.matmul(
+            self.dropped_state(h_prev, training), self.recurrent_kernel
+        )
 
     def check_step_input(self, inputs: TensorLike) -> None:
         """Refuse a step input whose feature size differs from the built one.
