@@ -195,9 +195,13 @@ def export_litert(
             tokens: fewer unrolled steps for short sources.
         quantize: None (float32), `"float16"` or `"dynamic_int8"`
             (`kerasrnn.export.converter.QUANTIZE_OPTIONS`).
-        beam_width, length_penalty, max_source_length, max_target_length:
-            Shortcuts for the fields of `decoding`.
-        split, lowercase, separator: Shortcuts for the fields of `text`.
+        beam_width: A shortcut for `decoding`'s field.
+        length_penalty: A shortcut for `decoding`'s field.
+        max_source_length: A shortcut for `decoding`'s field.
+        max_target_length: A shortcut for `decoding`'s field.
+        split: A shortcut for `text`'s field.
+        lowercase: A shortcut for `text`'s field.
+        separator: A shortcut for `text`'s field.
 
     Returns:
         The contents written to `vocabulary.json`, a dict.

@@ -142,9 +142,13 @@ class StringSeq2Seq(tf.Module):
             XLA-compiled function on padded shapes (see the module doc:
             faster, the same answers up to float rounding, a compile per new
             padded shape on its first call).
-        beam_width, length_penalty, max_source_length, max_target_length:
-            Shortcuts for the fields of `decoding`.
-        split, lowercase, separator: Shortcuts for the fields of `text`.
+        beam_width: A shortcut for `decoding`'s field.
+        length_penalty: A shortcut for `decoding`'s field.
+        max_source_length: A shortcut for `decoding`'s field.
+        max_target_length: A shortcut for `decoding`'s field.
+        split: A shortcut for `text`'s field.
+        lowercase: A shortcut for `text`'s field.
+        separator: A shortcut for `text`'s field.
         max_input_length: The deprecated name of `max_source_length`: it
             works until the next release, with a `DeprecationWarning`.
         max_output_length: The deprecated name of `max_target_length`: it
@@ -529,9 +533,13 @@ def export_serving(
             passed.
         jit_compile: Whether the numeric core is XLA-compiled (see
             `StringSeq2Seq` and the module doc).
-        beam_width, length_penalty, max_source_length, max_target_length:
-            Shortcuts for the fields of `decoding`.
-        split, lowercase, separator: Shortcuts for the fields of `text`.
+        beam_width: A shortcut for `decoding`'s field.
+        length_penalty: A shortcut for `decoding`'s field.
+        max_source_length: A shortcut for `decoding`'s field.
+        max_target_length: A shortcut for `decoding`'s field.
+        split: A shortcut for `text`'s field.
+        lowercase: A shortcut for `text`'s field.
+        separator: A shortcut for `text`'s field.
         max_input_length: The deprecated name of `max_source_length`: it
             works until the next release, with a `DeprecationWarning`.
         max_output_length: The deprecated name of `max_target_length`: it

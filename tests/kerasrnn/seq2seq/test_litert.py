@@ -315,6 +315,12 @@ def test_vocabulary_json_says_how_text_becomes_ids(exported):
         "unknown_tokens": "drop",
     }
     assert written["target_text"] == {"separator": " "}
+    # The specs it was exported with, their fields as they are.
+    assert written["decoding"] == {
+        "beam_width": 3, "length_penalty": 0.0, "max_source_length": 7, "max_target_length": 8,
+    }
+    assert written["text"] == {"split": "characters", "lowercase": True, "separator": " "}
+    assert vocabularies["luong"]["decoding"]["length_penalty"] == 0.8
     assert written["outputs"] == ["target_ids", "scores", "alignments"]
     assert vocabularies["right_to_left"]["outputs"] == ["target_ids", "scores"]
 

@@ -130,7 +130,9 @@ def test_shortcuts_make_the_spec(model, vocabularies):
         model, *vocabularies, beam_width=3, max_target_length=5, separator="",
         jit_compile=False,
     )
-    assert module.decoding.to_json() == {**DEFAULT_DECODING, "beam_width": 3, "max_target_length": 5}
+    assert module.decoding.to_json() == {
+        **DEFAULT_DECODING, "beam_width": 3, "max_target_length": 5,
+    }
     assert module.text.to_json() == {**DEFAULT_TEXT, "separator": ""}
 
 
@@ -146,7 +148,9 @@ def test_shortcuts_make_the_spec(model, vocabularies):
         ("text", {"split": "whitespace"}),
     ],
 )
-def test_a_shortcut_with_its_spec_is_refused(model, vocabularies, tmp_path, exporter, spec, shortcut):
+def test_a_shortcut_with_its_spec_is_refused(
+    model, vocabularies, tmp_path, exporter, spec, shortcut
+):
     specs = {"decoding": seq2seq.DecodingSpec(max_source_length=4), "text": seq2seq.TextSpec()}
     (field, value), = shortcut.items()
     arguments = {spec: specs[spec], **shortcut}
