@@ -6,6 +6,7 @@
 - `variable_tensors`: the states of LiteRT's stateful operators zeroed at
   the start of every call;
 - `rnn_loop`: Keras's recurrent layers stepped through loops LiteRT runs;
+- `paired_lstm`: a Bidirectional LSTM's two directions stepped together;
 - `fused_lstm`: LSTM layers as LiteRT's fused sequence operator;
 - `cell_litert`: `kerasrnn.export_litert`, recurrent Keras models as LiteRT
   files;

@@ -26,10 +26,12 @@ from kerasrnn.export.converter import (
     convert_concrete_functions,
     write_atomically,
 )
-from kerasrnn.export.fused_lstm import constant_weights, fusable_reason, fused_inner_loop
+from kerasrnn.export.fused_lstm import constant_weights, fused_inner_loop
+from kerasrnn.export.paired_lstm import lstm_unfit_reason
 from kerasrnn.export.rnn_loop import (
     dropout_off,
     litert_inner_loop,
+    litert_stand_ins,
     recurrent_layers,
     traceable_for_litert,
 )
@@ -155,11 +157,10 @@ def _traceable(
     LiteRT's fused operator stepped by `fused_inner_loop` instead, traced
     on constant weights (see `kerasrnn.export.fused_lstm`)."""
     if not fused:
-        return traceable_for_litert(recurrent, steps)
+        return traceable_for_litert(model, steps)
     loops = []
-    for layer in recurrent:
-        loop = litert_inner_loop(layer, steps)
-        if fusable_reason(layer) is None:
+    for layer, loop in litert_stand_ins(model, steps):
+        if lstm_unfit_reason(layer) is None:
             loop = fused_inner_loop(layer, fallback=loop)
         loops.append((layer, loop))
     stack = contextlib.ExitStack()

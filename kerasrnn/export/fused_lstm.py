@@ -37,38 +37,11 @@ import keras
 import tensorflow as tf
 from keras import tree
 
-from kerasrnn.cells.lstm import LSTMCell
+from kerasrnn.export.paired_lstm import is_zero_state
 from kerasrnn.export.rnn_loop import looped_steps, unrolled_steps
 from kerasrnn.types import TensorLike
 
-__all__ = ["constant_weights", "fusable_reason", "fused_inner_loop"]
-
-
-def fusable_reason(layer: keras.layers.RNN) -> str | None:
-    """Why `layer` cannot be written as the fused operator, or None if it can.
-
-    The operator computes `eq:rnn-lstm-i` … `eq:rnn-lstm-h` with sigmoid
-    gates and tanh candidate and output, the gates in Keras's order
-    i, f, c~, o: an LSTM cell (kerasrnn's `LSTMCell` or Keras's) with those
-    activations, alone in its `RNN` layer, computing in float32.
-    """
-    cell = layer.cell
-    if not isinstance(cell, (LSTMCell, keras.layers.LSTMCell)):
-        return f"its cell is {type(cell).__name__}, not an LSTM cell"
-    if cell.activation is not keras.activations.tanh:
-        return "its activation is not tanh"
-    if cell.recurrent_activation is not keras.activations.sigmoid:
-        return "its recurrent_activation is not sigmoid"
-    if layer.compute_dtype != "float32":
-        return f"it computes in {layer.compute_dtype}, not float32"
-    return None
-
-
-def _is_zero_state(state: TensorLike) -> bool:
-    """Whether `state` is a constant of zeros (the layer's own initial state
-    at a fixed batch size); the operator starts from zeros only."""
-    value = tf.get_static_value(state)
-    return value is not None and not value.any()
+__all__ = ["constant_weights", "fused_inner_loop"]
 
 
 def _lstm_function(go_backwards: bool) -> Any:
@@ -123,7 +96,8 @@ def fused_inner_loop(layer: keras.layers.RNN, fallback: Callable[..., Any]) -> C
     `fallback`, `kerasrnn.export.rnn_loop.litert_inner_loop`'s loop.
 
     Args:
-        layer: A `keras.layers.RNN` for which `fusable_reason` is None.
+        layer: A `keras.layers.RNN` for which
+            `kerasrnn.export.paired_lstm.lstm_unfit_reason` is None.
         fallback: The stand-in used where this one cannot serve.
 
     Returns:
@@ -142,7 +116,7 @@ def fused_inner_loop(layer: keras.layers.RNN, fallback: Callable[..., Any]) -> C
             mask is not None
             or tree.is_nested(sequences)
             or sequences.shape[0] is None
-            or not all(_is_zero_state(state) for state in states)
+            or not all(is_zero_state(state) for state in states)
         ):
             return fallback(sequences, initial_state, mask, training)
         cell = layer.cell

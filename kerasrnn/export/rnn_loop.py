@@ -1,6 +1,6 @@
 """Keras's recurrent layers stepped through loops that LiteRT runs.
 
-`traceable_for_litert(layers, steps)` makes the layers' calls, while a
+`traceable_for_litert(model, steps)` makes its layers' calls, while a
 LiteRT export traces them, step their cells through `litert_inner_loop`
 instead of Keras's own time loop, with their dropout off:
 
@@ -25,6 +25,7 @@ import tensorflow as tf
 from keras import tree
 from tensorflow.compiler.tf2xla.python.xla import dynamic_update_slice
 
+from kerasrnn.export.paired_lstm import pairable, paired_inner_loops
 from kerasrnn.keras_internals import (
     DropoutRNNCell,
     call_has_training_arg,
@@ -36,6 +37,7 @@ from kerasrnn.types import TensorLike
 __all__ = [
     "dropout_off",
     "litert_inner_loop",
+    "litert_stand_ins",
     "looped_steps",
     "recurrent_layers",
     "traceable_for_litert",
@@ -241,10 +243,32 @@ def looped_steps(
     return last, history if keep_all else None, tuple(states)
 
 
+def litert_stand_ins(
+    model: keras.layers.Layer, steps: int | None
+) -> list[tuple[keras.layers.RNN, Callable[..., Any]]]:
+    """`(layer, stand-in for layer.inner_loop)` for every recurrent layer in
+    `model`: `litert_inner_loop`'s, except that a `Bidirectional` LSTM
+    layer's two directions are stepped together where they can be
+    (`kerasrnn.export.paired_lstm`: one step of both costs about 13
+    operators, one of each about 17)."""
+    loops = {
+        id(layer): (layer, litert_inner_loop(layer, steps)) for layer in recurrent_layers(model)
+    }
+    for wrapper in sublayers(model):
+        if isinstance(wrapper, keras.layers.Bidirectional) and pairable(wrapper):
+            fallbacks = (
+                loops[id(wrapper.forward_layer)][1],
+                loops[id(wrapper.backward_layer)][1],
+            )
+            for layer, loop in paired_inner_loops(wrapper, fallbacks):
+                loops[id(layer)] = (layer, loop)
+    return list(loops.values())
+
+
 @contextlib.contextmanager
-def traceable_for_litert(recurrent: list[keras.layers.RNN], steps: int | None) -> Iterator[None]:
-    """Step the recurrent layers through `litert_inner_loop` with their
-    dropout off, then restore both.
+def traceable_for_litert(model: keras.layers.Layer, steps: int | None) -> Iterator[None]:
+    """Step the recurrent layers of `model` through `litert_stand_ins`' loops
+    with their dropout off, then restore both.
 
     `keras.layers.RNN` draws its cell's dropout masks before its loop even
     when `training` is False (they go unused), and drawing advances the
@@ -256,8 +280,7 @@ def traceable_for_litert(recurrent: list[keras.layers.RNN], steps: int | None) -
     The layers are the caller's: the stand-in is removed and the rates are
     put back when the trace ends, however it ends.
     """
-    loops = [(layer, litert_inner_loop(layer, steps)) for layer in recurrent]
-    with dropout_off(recurrent), replaced_inner_loops(loops):
+    with dropout_off(recurrent_layers(model)), replaced_inner_loops(litert_stand_ins(model, steps)):
         yield
 
 

@@ -99,7 +99,6 @@ from kerasrnn.export.converter import (
     write_atomically,
 )
 from kerasrnn.export.rnn_loop import (
-    recurrent_layers,
     traceable_for_litert,
 )
 from kerasrnn.seq2seq.beam import beam_step, initial_beam, rank_beam
@@ -257,7 +256,7 @@ def export_litert(
         )
         # Every recurrence unrolled: the encoder over the source length, a
         # rescorer's teacher-forced decoder over the target's.
-        with traceable_for_litert(recurrent_layers(model), source_length):
+        with traceable_for_litert(model, source_length):
             functions[name] = tf.function(
                 serve, input_signature=[spec], autograph=False
             ).get_concrete_function()

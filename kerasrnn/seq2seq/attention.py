@@ -37,7 +37,6 @@ from keras import ops
 from kerasrnn.allowed import ATTENTIONS as ATTENTIONS
 from kerasrnn.types import Config, TensorLike
 
-
 #: The score padding enters the softmax with (float32's lowest is −3.4e38).
 LOWEST_FLOAT32 = -3.0e38
 
