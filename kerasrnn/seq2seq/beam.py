@@ -55,7 +55,8 @@ class BeamState(NamedTuple):
         log_probs: float32 `(batch, B, 1)`: log p(y_1 … y_L | x), the
             `<end>` factor included; `FORBIDDEN_LOG_PROB` for placeholders.
         lengths: int32 `(batch, B, 1)`: L, the tokens emitted, `<end>`
-            included; 0 for placeholders.
+            included; 0 for placeholders. Only the length penalty reads
+            them: with α = 0 they are not counted and stay 0.
         status: int32 `(batch, B, 1)`: `LIVE`, `ENDED` or `PLACEHOLDER`.
         decoder_states: The decoder states, `(batch·B, …)` each, B rows per
             example in beam order, as `model.encode` lists them.
@@ -245,10 +246,11 @@ def beam_step(
         [0.0 if token == PAD_ID else FORBIDDEN_LOG_PROB for token in range(vocabulary_size)]
     )
     candidates = state.log_probs + tf.where(live, step_log_probs, ended_row)
-    candidate_lengths = state.lengths + tf.cast(live, tf.int32)
     ranked = candidates
-    # ((5 + L) / 6)^0 is exactly 1: with α = 0 the division changes nothing.
+    # ((5 + L) / 6)^0 is exactly 1: with α = 0 the division changes nothing,
+    # and nothing reads the lengths.
     if alpha:
+        candidate_lengths = state.lengths + tf.cast(live, tf.int32)
         ranked = candidates / length_penalty_factor(candidate_lengths, alpha)
     # (batch, B·V, 1): gathered by (batch, B) indices, these give (batch, B, 1).
     candidates = tf.reshape(candidates, [-1, width * vocabulary_size, 1])
@@ -264,9 +266,11 @@ def beam_step(
     log_probs = tf.where(
         placeholder, FORBIDDEN_LOG_PROB, tf.gather(candidates, best, batch_dims=1)
     )
-    lengths = tf.where(
-        placeholder, 0, tf.gather(candidate_lengths, parents, batch_dims=1)
-    )
+    lengths = state.lengths
+    if alpha:
+        lengths = tf.where(
+            placeholder, 0, tf.gather(candidate_lengths, parents, batch_dims=1)
+        )
     carried = list(decoded.states)
     if with_alignment:
         carried.append(decoded.alignment)
