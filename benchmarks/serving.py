@@ -114,8 +114,8 @@ def untrained_default(directory, quick):
         seq2seq.export_serving(
             model, path, letters, phonemes, beam_width=config.beam_width,
             length_penalty=config.length_penalty,
-            max_input_length=max(len(word) for word, _ in splits["train"]) * 2,
-            max_output_length=longest + 4, jit_compile=jit_compile,
+            max_source_length=max(len(word) for word, _ in splits["train"]) * 2,
+            max_target_length=longest + 4, jit_compile=jit_compile,
         )
         served.append(ServedModel(label, path, trained=False, baseline=baseline))
     return served

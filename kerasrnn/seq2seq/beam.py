@@ -252,9 +252,16 @@ def beam_step(
     if alpha:
         candidate_lengths = state.lengths + tf.cast(live, tf.int32)
         ranked = candidates / length_penalty_factor(candidate_lengths, alpha)
-    # (batch, B·V, 1): gathered by (batch, B) indices, these give (batch, B, 1).
-    candidates = tf.reshape(candidates, [-1, width * vocabulary_size, 1])
-    _, best = tf.math.top_k(tf.reshape(ranked, [-1, width * vocabulary_size]), k=width)
+    best_ranked, best = tf.math.top_k(
+        tf.reshape(ranked, [-1, width * vocabulary_size]), k=width
+    )
+    if alpha:
+        # (batch, B·V, 1): gathered by (batch, B) indices, these give (batch, B, 1).
+        flat = tf.reshape(candidates, [-1, width * vocabulary_size, 1])
+        best_log_probs = tf.gather(flat, best, batch_dims=1)
+    else:
+        # Ranked by the log-probabilities themselves: top-k's values are theirs.
+        best_log_probs = tf.reshape(best_ranked, [-1, width, 1])
     parents = best // vocabulary_size
     outcomes = tf.reshape(
         tf.gather(candidate_outcomes(vocabulary_size), state.status),
@@ -263,9 +270,7 @@ def beam_step(
     outcome = tf.gather(outcomes, best, batch_dims=1)
     tokens, status = outcome % vocabulary_size, outcome // vocabulary_size
     placeholder = tf.equal(status, PLACEHOLDER)
-    log_probs = tf.where(
-        placeholder, FORBIDDEN_LOG_PROB, tf.gather(candidates, best, batch_dims=1)
-    )
+    log_probs = tf.where(placeholder, FORBIDDEN_LOG_PROB, best_log_probs)
     lengths = state.lengths
     if alpha:
         lengths = tf.where(
