@@ -14,6 +14,10 @@ changes it.
   models, wrappers and cells included (a `Layer` method since tf.keras 2).
 - `call_has_training_arg` reads `Layer._call_has_training_arg`: whether
   Keras passes `training` to the layer's `call`.
+- `additional_loss` is `Trainer._aggregate_additional_loss`: a loss a
+  layer adds (`Layer.add_loss`) as `Model.compute_loss` adds it to the
+  batch's loss (summed, scaled for the distribution strategy), for a
+  model that overrides `compute_loss`.
 - `replaced_inner_loops` swaps `keras.layers.RNN.inner_loop`, the method
   `RNN.call` steps its cell through time with, for a stand-in on given
   layers, and gives the layers their own back.
@@ -28,6 +32,7 @@ from keras.src.layers.rnn.dropout_rnn_cell import DropoutRNNCell
 
 __all__ = [
     "DropoutRNNCell",
+    "additional_loss",
     "call_has_training_arg",
     "replaced_inner_loops",
     "sublayers",
@@ -44,6 +49,12 @@ def sublayers(layer: keras.layers.Layer) -> list[keras.layers.Layer]:
 def call_has_training_arg(layer: keras.layers.Layer) -> bool:
     """Whether Keras passes `training` to `layer.call`."""
     return bool(getattr(layer, "_call_has_training_arg", False))
+
+
+def additional_loss(model: keras.Model, loss: Any) -> Any:
+    """A loss of `model.losses` as `Model.compute_loss` adds it: summed to a
+    scalar and scaled for the distribution strategy."""
+    return model._aggregate_additional_loss(loss)
 
 
 @contextlib.contextmanager

@@ -34,6 +34,7 @@ import numpy as np
 import tensorflow as tf
 from keras import ops
 
+from kerasrnn.keras_internals import additional_loss
 from kerasrnn.seq2seq.decoding import beam_search_decode
 from kerasrnn.seq2seq.ensemble import Seq2SeqEnsemble, mixture_log_probs
 from kerasrnn.seq2seq.model import Seq2Seq
@@ -275,7 +276,7 @@ class Distiller(keras.Model):
             y, y_pred, teacher_logits(self.teacher, x), self.weight, self.temperature
         )
         for extra in self.losses:
-            loss = loss + self._aggregate_additional_loss(extra)
+            loss = loss + additional_loss(self, extra)
         return loss
 
 

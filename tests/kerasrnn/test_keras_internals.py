@@ -152,3 +152,24 @@ def test_no_other_kerasrnn_module_uses_keras_private_names():
         if private.search(line)
     ]
     assert offenders == [], offenders
+
+
+def test_additional_loss_sums_a_layer_loss_as_compute_loss_does():
+    import keras
+    import numpy as np
+
+    from kerasrnn.keras_internals import additional_loss
+
+    model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+    try:
+        value = additional_loss(model, np.array([1.5, 2.0], "float32"))
+    except AttributeError as error:
+        pytest.fail(
+            f"Keras {keras.__version__} has no Model._aggregate_additional_loss, "
+            f"which kerasrnn/keras_internals.py calls ({error}). Find how "
+            "Model.compute_loss now adds the losses of Layer.add_loss."
+        )
+    # One replica: the sum, unscaled.
+    assert float(value) == pytest.approx(3.5), (
+        f"Model._aggregate_additional_loss changed in Keras {keras.__version__}"
+    )

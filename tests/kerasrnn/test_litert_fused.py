@@ -42,7 +42,10 @@ def lstm_model(kind, direction, steps, return_sequences=True):
 
 def reference(model, x, direction, return_sequences):
     """The model's output from `numpy_reference.run` over the LSTM equations."""
-    layers = [layer for layer in model._flatten_layers() if isinstance(layer, keras.layers.RNN)]
+    (layer,) = model.layers[1:]
+    layers = [layer]
+    if direction == "bidirectional":
+        layers = [layer.forward_layer, layer.backward_layer]
     zeros = [np.zeros((x.shape[0], UNITS))] * 2
     outputs = []
     # Forward first, as Bidirectional concatenates them.
