@@ -76,6 +76,7 @@ from kerasrnn import seq2seq
 from kerasrnn_pipelines import alignments, edit_distance, encoder_decoder
 from kerasrnn_pipelines.console import progress
 from kerasrnn_pipelines.data import cmudict as cmudict_data
+from kerasrnn_pipelines.data import unlabelled_words
 from kerasrnn_pipelines.data.batching import AUTOTUNE, bucketed_batches
 from kerasrnn_pipelines.data.cmudict import Entry
 from kerasrnn_pipelines.faults import RunFailed
@@ -407,10 +408,15 @@ class Teacher(NamedTuple):
             `--distillation-temperature`, for `encoder_decoder.train`.
         record: What the student's `metrics.json` says of it: `run` (the
             directory), and its `TEACHER_FIGURES`.
+        beam_width: Its `--beam-width`, with which it pronounces
+            `--unlabelled-words`.
+        length_penalty: Its `--length-penalty`, likewise.
     """
 
     distillation: encoder_decoder.Distillation
     record: dict[str, Any]
+    beam_width: int
+    length_penalty: float
 
 
 def load_teacher(
@@ -464,7 +470,60 @@ def load_teacher(
             model, config.distillation_weight, config.distillation_temperature
         ),
         {"run": str(directory), **{name: metrics[name] for name in TEACHER_FIGURES}},
+        int(metrics["args"].get("beam_width", config.beam_width)),
+        float(metrics["args"].get("length_penalty", config.length_penalty)),
     )
+
+
+def teacher_pronounced_words(
+    teacher: Teacher,
+    count: int,
+    letters: seq2seq.Vocabulary,
+    phonemes: seq2seq.Vocabulary,
+    decoding: seq2seq.DecodingSpec,
+    seed: int,
+) -> list[Entry]:
+    """`count` words CMUDict lacks, each with the teacher's pronunciation:
+    training pairs for the student (sequence-level distillation,
+    `kerasrnn.seq2seq.teacher_targets`).
+
+    Args:
+        teacher: The loaded `--teacher`; it decodes with its own beam width
+            and length penalty.
+        count: `--unlabelled-words`.
+        letters: The source vocabulary; the words use its letters only.
+        phonemes: The target vocabulary.
+        decoding: The run's spec: the words have at most its
+            `max_source_length` letters, the answers at most its
+            `max_target_length` phonemes.
+        seed: `--seed`, of the words' sample
+            (`kerasrnn_pipelines.data.unlabelled_words`).
+
+    Returns:
+        `(word, (pronunciation,))` pairs, the words sorted.
+
+    Raises:
+        RunFailed: fewer than `count` words qualify, or `english-words` is
+            not installed.
+    """
+    try:
+        words = unlabelled_words.sample_unlabelled_words(
+            count, letters.tokens, seed, decoding.max_source_length
+        )
+    except (ValueError, ModuleNotFoundError) as error:
+        raise RunFailed(f"--unlabelled-words {count}: {error}") from None
+    if not words:
+        return []
+    source = tf.ragged.constant([letters.encode(word) for word in words], tf.int32)
+    answers = seq2seq.teacher_targets(
+        teacher.distillation.teacher,
+        source.to_tensor(0),
+        beam_width=teacher.beam_width,
+        max_target_length=decoding.max_target_length,
+        batch_size=DECODE_BATCH,
+        length_penalty=teacher.length_penalty,
+    )
+    return [(word, (tuple(phonemes.decode(row)),)) for word, row in zip(words, answers)]
 
 
 def run(config: G2PConfig, context: RunContext) -> dict[str, Any]:
@@ -473,9 +532,6 @@ def run(config: G2PConfig, context: RunContext) -> dict[str, Any]:
     for line in start_lines(config, splits, context.directory.path):
         progress(line, context.is_chief)
     letters, phonemes = make_vocabularies(splits["train"])
-    train = pair_dataset(
-        splits["train"], letters, phonemes, config.batch_size, config.shuffle, config.seed
-    )
     validation = pair_dataset(
         splits["validation"], letters, phonemes, config.batch_size, False, config.seed
     )
@@ -498,6 +554,22 @@ def run(config: G2PConfig, context: RunContext) -> dict[str, Any]:
             f"temperature {config.distillation_temperature:g}",
             context.is_chief,
         )
+    # The teacher's words train the student only: the vocabularies, the
+    # decoding bounds, the baseline and `train_words` are CMUDict's.
+    added: list[Entry] = []
+    if teacher is not None and config.unlabelled_words:
+        added = teacher_pronounced_words(
+            teacher, config.unlabelled_words, letters, phonemes, decoding, config.seed
+        )
+        progress(
+            f"  and {len(added):,} words CMUDict lacks, pronounced by the teacher "
+            f"with beam {teacher.beam_width}",
+            context.is_chief,
+        )
+    train = pair_dataset(
+        splits["train"] + added, letters, phonemes, config.batch_size, config.shuffle,
+        config.seed,
+    )
     model = encoder_decoder.train(
         config, context, letters, phonemes, train, validation,
         None if teacher is None else teacher.distillation,
@@ -557,6 +629,10 @@ def run(config: G2PConfig, context: RunContext) -> dict[str, Any]:
         "test_words": len(test_words),
         "train_words": len(splits["train"]),
         "parameters": model.count_params(),
-        **({} if teacher is None else {"teacher": teacher.record}),
+        **(
+            {}
+            if teacher is None
+            else {"teacher": teacher.record, "unlabelled_words": len(added)}
+        ),
         "examples": examples,
     }

@@ -419,7 +419,8 @@ def test_fingerprint_holds_the_training_options_only():
     # options existed keeps its fingerprint.
     left_out = {"out", "restart", "overwrite", "strategy", "quick", "preset",
                 "verbose", "beam_width", "length_penalty", "litert_quantize",
-                "teacher", "distillation_weight", "distillation_temperature"}
+                "teacher", "distillation_weight", "distillation_temperature",
+                "unlabelled_words"}
     fields = {field.name for field in dataclasses.fields(config)}
     assert set(fingerprint) == fields - left_out
     assert fingerprint["limit"] == 6000 and fingerprint["learning_rate"] == 1e-2

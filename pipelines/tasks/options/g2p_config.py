@@ -113,10 +113,25 @@ class G2PConfig(Seq2SeqConfig):
         "distributions in the KL term",
         training=False,
     )
+    unlabelled_words: int = option(
+        0,
+        non_negative_int,
+        "with --teacher, add N words that CMUDict lacks (from the web2 list "
+        "of the english-words package, drawn with --seed) to the training "
+        "words, each with the teacher's beam-search pronunciation",
+        training=False,
+    )
 
     def __post_init__(self) -> None:
         super().__post_init__()
         if self.teacher is None:
+            if self.unlabelled_words:
+                raise ConfigError(
+                    "argument --unlabelled-words: the teacher pronounces the "
+                    f"words; received --unlabelled-words {self.unlabelled_words} "
+                    "without --teacher (pass --teacher RUN_DIR or drop "
+                    "--unlabelled-words)"
+                )
             return
         # `kerasrnn.seq2seq.Distiller` trains one Seq2Seq, with its own loss.
         one_model = "the student a teacher trains is one encoder-decoder"
@@ -133,18 +148,22 @@ class G2PConfig(Seq2SeqConfig):
                 )
 
     def fingerprint(self) -> dict[str, Any]:
-        """`LiteRTConfig.fingerprint`, and with `--teacher` the teacher and
-        the distillation's weight and temperature.
+        """`LiteRTConfig.fingerprint`, and with `--teacher` the teacher, the
+        distillation's weight and temperature, and `--unlabelled-words`
+        unless it is 0.
 
         Without a teacher the weight and temperature change nothing, and
         are left out so that runs recorded before the options existed keep
-        their fingerprint and resume.
+        their fingerprint and resume; so is `--unlabelled-words 0`, for the
+        students recorded before it.
         """
         fingerprint = super().fingerprint()
         if self.teacher is not None:
             fingerprint["teacher"] = self.teacher
             fingerprint["distillation_weight"] = self.distillation_weight
             fingerprint["distillation_temperature"] = self.distillation_temperature
+            if self.unlabelled_words:
+                fingerprint["unlabelled_words"] = self.unlabelled_words
         return fingerprint
 
     def check_environment(self, environ: Mapping[str, str] | None = None) -> None:
