@@ -235,8 +235,8 @@ def g2p_rows(run, quick, calls):
                 phonemes,
                 beam_width=config.beam_width,
                 length_penalty=config.length_penalty,
-                max_input_length=max(len(word) for word, _ in train_words) * 2,
-                max_output_length=max(len(p) for _, prons in train_words for p in prons) + 4,
+                max_source_length=max(len(word) for word, _ in train_words) * 2,
+                max_target_length=max(len(p) for _, prons in train_words for p in prons) + 4,
             )
         serve = tf.saved_model.load(str(saved_model)).signatures["serving_default"]
         contenders["SavedModel (XLA)"] = lambda words: serve(texts=tf.constant(words))[
@@ -267,6 +267,38 @@ def g2p_rows(run, quick, calls):
                     }
                 )
     return rows, operators, notes
+
+
+#: The serving goals: (what, contender, batch, the measure, the goal).
+#: "vs g2p-en" is g2p-en's ms per word over the contender's at that batch.
+GOALS = (
+    ("batch 1, float32 file vs g2p-en", "LiteRT float32, 1 thread", 1, "vs g2p-en", 2.5),
+    ("batch 1, dynamic_int8 file vs g2p-en", "LiteRT dynamic_int8, 1 thread", 1, "vs g2p-en", 5.0),
+    ("batch 256, float32 file, words/s", "LiteRT float32, 1 thread", 256, "words/s", 10_000),
+)
+
+G2P_EN = "g2p-en 2.1.0 G2p.predict"
+
+
+def goal_rows(rows):
+    """The serving goals against this run's rows: one row per goal whose
+    contenders were measured, its measure, the goal and their ratio."""
+    per_word = {(row["contender"], row["batch"]): row for row in rows}
+    goals = []
+    for what, contender, batch, measure, goal in GOALS:
+        row = per_word.get((contender, batch))
+        if row is None:
+            continue
+        if measure == "words/s":
+            value = row["words_per_s"]
+        elif (G2P_EN, batch) in per_word:
+            value = per_word[G2P_EN, batch]["ms_per_word"] / row["ms_per_word"]
+        else:
+            continue
+        goals.append(
+            {"goal": what, "measured": value, "wanted": goal, "measured_over_wanted": value / goal}
+        )
+    return goals
 
 
 def per_call_seconds(contenders, chunks, calls, burst=BURST):
@@ -412,6 +444,12 @@ def print_tables(run, quick, repeats):
     )
     for note in notes:
         print(note)
+    print_table(
+        "LiteRT: the serving goals, from the rows above (vs g2p-en: its ms per word over the "
+        "file's; the goal is met where measured_over_wanted >= 1)",
+        goal_rows(rows),
+        ["goal", "measured", "wanted", "measured_over_wanted"],
+    )
     print_table(
         "LiteRT: cell models at batch 1, µs per call (ratio = the other's time / LiteRT's)",
         cell_rows(quick, repeats),

@@ -100,7 +100,24 @@ def test_quick_benchmark_prints_every_table():
             words_per_s = float(row.group(1).split(" | ")[0].replace(",", ""))
             assert words_per_s > 0
     assert "g2p-en 2.1.0 G2p.predict" in out or "g2p-en row left out" in out
+    # The goals table reads the rows: with g2p-en, the batch-1 ratio is its
+    # ms per word over the file's.
+    assert "LiteRT: the serving goals" in out
+    goal = re.search(
+        r"^\| batch 1, float32 file vs g2p-en \| ([\d.,]+) \| 2.50 \| ([\d.,]+) \|$",
+        out,
+        re.MULTILINE,
+    )
+    assert (goal is not None) == ("g2p-en 2.1.0 G2p.predict" in out), out[-3000:]
+    if goal is not None:
+        measured, over = (float(value.replace(",", "")) for value in goal.groups())
+        assert over == pytest.approx(measured / 2.5, abs=0.01)
     assert re.search(r"^\| LSTMCell \| ", out, re.MULTILINE)
+    # An LSTM layer of 10 steps, fused and unrolled: the fused file's
+    # operators fewer than the loop's.
+    row = re.search(r"^\| 10 \| (\d+) \| (\d+) \| ", out, re.MULTILINE)
+    assert row is not None, out[-2000:]
+    assert int(row.group(1)) < int(row.group(2))
 
 
 def test_evenly_spaced_batches_cover_the_epoch():
