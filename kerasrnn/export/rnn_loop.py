@@ -249,8 +249,8 @@ def litert_stand_ins(
     """`(layer, stand-in for layer.inner_loop)` for every recurrent layer in
     `model`: `litert_inner_loop`'s, except that a `Bidirectional` LSTM
     layer's two directions are stepped together where they can be
-    (`kerasrnn.export.paired_lstm`: one step of both costs about 13
-    operators, one of each about 17)."""
+    (`kerasrnn.export.paired_lstm`: one step of both costs 13 operators,
+    one of each about 17)."""
     loops = {
         id(layer): (layer, litert_inner_loop(layer, steps)) for layer in recurrent_layers(model)
     }
