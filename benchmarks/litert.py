@@ -40,6 +40,7 @@ import argparse
 import contextlib
 import importlib.util
 import io
+import itertools
 import json
 import pathlib
 import tempfile
@@ -380,25 +381,29 @@ def cell_rows(quick, repeats):
 
 
 def fused_rows(quick, repeats):
-    """One row per sequence length: µs per batch-1 call of an LSTM model
-    exported with the fused sequence operator and with the unrolled loop."""
+    """One row per cell and sequence length: µs per batch-1 call of a model
+    exported with LiteRT's fused sequence operator (`LSTMCell`:
+    UNIDIRECTIONAL_SEQUENCE_LSTM, `ElmanCell`: UNIDIRECTIONAL_SEQUENCE_RNN)
+    and with the unrolled loop."""
     from ai_edge_litert.interpreter import Interpreter
 
     features, units = 8, 32
     rows = []
     with tempfile.TemporaryDirectory() as directory:
-        for steps in (10,) if quick else (10, 100, 200):
+        for cell, steps in itertools.product(
+            (kerasrnn.LSTMCell, kerasrnn.ElmanCell), (10,) if quick else (10, 100, 200)
+        ):
             model = keras.Sequential(
                 [
                     keras.Input((steps, features), batch_size=1, name="x"),
-                    keras.layers.RNN(kerasrnn.LSTMCell(units)),
+                    keras.layers.RNN(cell(units)),
                     keras.layers.Dense(1, name="y"),
                 ]
             )
             x = np.random.default_rng(steps).normal(size=(1, steps, features)).astype(np.float32)
             runners, operators = {}, {}
             for variant, fused in (("fused", True), ("unrolled", False)):
-                path = pathlib.Path(directory) / f"{variant}_{steps}.tflite"
+                path = pathlib.Path(directory) / f"{cell.__name__}_{variant}_{steps}.tflite"
                 kerasrnn.export_litert(model, path, sequence_length=steps, fused=fused)
                 counted = kerasrnn.count_litert_operators(path)["serving_default"]
                 operators[variant] = sum(counted.values())
@@ -407,6 +412,7 @@ def fused_rows(quick, repeats):
             medians = interleaved_medians(runners, repeats, warmup=1)
             rows.append(
                 {
+                    "cell": cell.__name__,
                     "steps": steps,
                     "fused_operators": operators["fused"],
                     "unrolled_operators": operators["unrolled"],
@@ -463,10 +469,11 @@ def print_tables(run, quick, repeats):
         ],
     )
     print_table(
-        "LiteRT: an LSTM layer (32 units) at batch 1, fused sequence operator against the "
+        "LiteRT: a recurrent layer (32 units) at batch 1, fused sequence operator against the "
         "unrolled loop, µs per call",
         fused_rows(quick, repeats),
         [
+            "cell",
             "steps",
             "fused_operators",
             "unrolled_operators",

@@ -27,6 +27,7 @@ from kerasrnn.export.converter import (
     write_atomically,
 )
 from kerasrnn.export.fused_lstm import constant_weights, fused_inner_loop
+from kerasrnn.export.fused_rnn import elman_unfit_reason, fused_elman_inner_loop
 from kerasrnn.export.paired_lstm import lstm_unfit_reason
 from kerasrnn.export.rnn_loop import (
     dropout_off,
@@ -153,15 +154,18 @@ def _named_outputs(model: keras.Model, outputs: Any) -> dict[str, TensorLike]:
 def _traceable(
     model: keras.Model, recurrent: list[keras.layers.RNN], steps: int | None, fused: bool
 ) -> contextlib.AbstractContextManager[Any]:
-    """`traceable_for_litert`, and with `fused` the LSTM layers that fit
-    LiteRT's fused operator stepped by `fused_inner_loop` instead, traced
-    on constant weights (see `kerasrnn.export.fused_lstm`)."""
+    """`traceable_for_litert`, and with `fused` the LSTM and Elman layers
+    that fit LiteRT's fused operators stepped by `fused_inner_loop` and
+    `fused_elman_inner_loop` instead, traced on constant weights (see
+    `kerasrnn.export.fused_lstm` and `kerasrnn.export.fused_rnn`)."""
     if not fused:
         return traceable_for_litert(model, steps)
     loops = []
     for layer, loop in litert_stand_ins(model, steps):
         if lstm_unfit_reason(layer) is None:
             loop = fused_inner_loop(layer, fallback=loop)
+        elif elman_unfit_reason(layer) is None:
+            loop = fused_elman_inner_loop(layer, fallback=loop)
         loops.append((layer, loop))
     stack = contextlib.ExitStack()
     stack.enter_context(dropout_off(recurrent))
@@ -364,15 +368,18 @@ def export_litert(
     With a fixed batch size and `fused=True`, every LSTM layer (kerasrnn's
     `LSTMCell` or Keras's `LSTM`/`LSTMCell` in `keras.layers.RNN`, with tanh
     and sigmoid, float32) becomes one LiteRT `UNIDIRECTIONAL_SEQUENCE_LSTM`
-    operator, two for a `Bidirectional` layer (with a `REVERSE_V2` each
-    way): the file's operator count no longer grows with `sequence_length`
-    (the loop costs about ten operators per step and direction). A layer
-    keeps the loop where the operator's contract does not fit: a mask
+    operator, and every Elman layer (kerasrnn's `ElmanCell` or Keras's
+    `SimpleRNN`/`SimpleRNNCell`, with tanh, float32) one
+    `UNIDIRECTIONAL_SEQUENCE_RNN`; two for a `Bidirectional` layer (with a
+    `REVERSE_V2` each way): the file's operator count no longer grows with
+    `sequence_length` (the loop costs about ten operators per step and
+    direction for an LSTM, four for an Elman layer). A layer keeps the
+    loop where the operator's contract does not fit: a mask
     (`Embedding(mask_zero=True)`), an initial state passed to the layer,
-    final states that are used (`return_state=True`), another cell or
-    activation. The operator keeps its states between calls; the file
-    zeroes them at the start of every call, so a call never depends on the
-    one before.
+    an LSTM's final states that are used (`return_state=True`), another
+    cell or activation. The operators keep their states between calls; the
+    file zeroes them at the start of every call, so a call never depends on
+    the one before.
 
     With `streaming=True` the file has a second signature, `step`, that
     runs the model one time step at a time at constant memory, its
@@ -415,9 +422,9 @@ def export_litert(
         streaming: Whether to add the `step` signature described above.
         batch_size: Positive integer, the batch size `serving_default`
             takes; `None`: the model's own, or any.
-        fused: Whether LSTM layers become LiteRT's fused sequence operator
-            where the batch size is fixed (see above); `False` keeps every
-            layer's time loop.
+        fused: Whether LSTM and Elman layers become LiteRT's fused
+            sequence operators where the batch size is fixed (see above);
+            `False` keeps every layer's time loop.
 
     Returns:
         `pathlib.Path(path)`.

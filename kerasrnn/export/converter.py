@@ -35,6 +35,8 @@ from tensorflow.python.framework.convert_to_constants import (
 )
 
 from kerasrnn.allowed import QUANTIZE_OPTIONS
+from kerasrnn.export.fused_lstm import without_cell_clip
+from kerasrnn.export.fused_rnn import as_sequence_rnn, elman_kernels
 from kerasrnn.export.variable_tensors import zeroed_on_every_call
 from kerasrnn.keras_internals import sublayers
 from kerasrnn.native_output import held_back_stderr
@@ -184,7 +186,10 @@ def convert_concrete_functions(
     # XNNPACK delegate: the export's own steps, not the user's, so their
     # output is shown only if one fails.
     with held_back_stderr(True):
-        content = zeroed_on_every_call(_convert(functions, quantize, model))
+        content = without_cell_clip(_convert(functions, quantize, model))
+        if model is not None:
+            content = as_sequence_rnn(content, elman_kernels(model))
+        content = zeroed_on_every_call(content)
         _check_invokes(content)
     return content
 

@@ -16,7 +16,7 @@ The converter fuses the function only when:
   size), and no mask is passed (the operator has no mask input);
 - nothing reads the final states `h_T`, `c_T` (the operator does not output
   them): a layer with `return_state=True` whose states are used is left as
-  the function's own body, the equations below;
+  the function's own body (`lstm_step` through time);
 - the function survives as a function: freezing variables into constants
   inlines every function, so the export traces with the weights as
   constants (`constant_weights`) and has nothing to freeze.
@@ -26,6 +26,9 @@ starts from the states the previous call ended with (the operator's design,
 made for stateful streaming; tensorflow/tensorflow#47813). A client resets
 them before every call with `Interpreter.reset_all_variables()`; the
 batch size is fixed at conversion (the variable tensors have its shape).
+The converter also bounds the operator's cell state to [-10, 10]
+(`cell_clip`), which Keras's LSTM never does; `without_cell_clip` takes
+the bound off.
 """
 
 import contextlib
@@ -36,17 +39,48 @@ from typing import Any
 import keras
 import tensorflow as tf
 from keras import tree
+from tensorflow.lite.python import schema_py_generated as schema
+from tensorflow.lite.tools.flatbuffer_utils import convert_object_to_bytearray
 
+from kerasrnn.export.flatbuffer_edits import builtin
 from kerasrnn.export.paired_lstm import is_zero_state
 from kerasrnn.export.rnn_loop import looped_steps, unrolled_steps
 from kerasrnn.types import TensorLike
 
-__all__ = ["constant_weights", "fused_inner_loop"]
+__all__ = [
+    "constant_weights",
+    "fused_inner_loop",
+    "fused_where_it_fits",
+    "lstm_step",
+    "marked_lstm_function",
+    "without_cell_clip",
+]
 
 
-def _lstm_function(go_backwards: bool) -> Any:
+#: A step of the marked function's body: `(x_t, h, c, kernel,
+#: recurrent_kernel, bias) -> (h_t, c_t)`.
+Step = Callable[[TensorLike, TensorLike, TensorLike, TensorLike, TensorLike, TensorLike], Any]
+
+
+def lstm_step(
+    x: TensorLike,
+    h: TensorLike,
+    c: TensorLike,
+    kernel: TensorLike,
+    recurrent_kernel: TensorLike,
+    bias: TensorLike,
+) -> tuple[TensorLike, TensorLike]:
+    """One LSTM step, `eq:rnn-lstm-f` ... `eq:rnn-lstm-h`, gates in Keras's
+    order i, f, c~, o: `(batch, d)`, `(batch, n)` x2 -> `(h_t, c_t)`."""
+    z = tf.matmul(x, kernel) + tf.matmul(h, recurrent_kernel) + bias
+    z_i, z_f, z_c, z_o = tf.split(z, 4, axis=-1)
+    c = tf.sigmoid(z_f) * c + tf.sigmoid(z_i) * tf.tanh(z_c)
+    return tf.sigmoid(z_o) * tf.tanh(c), c
+
+
+def marked_lstm_function(go_backwards: bool, step: Step = lstm_step) -> Any:
     """The function the converter fuses: Keras 2's marks and argument
-    layout, its body the LSTM's equations (run when it is not fused)."""
+    layout, its body `step` through time (run where it is not fused)."""
 
     def lstm(
         inputs: TensorLike,
@@ -58,21 +92,17 @@ def _lstm_function(go_backwards: bool) -> Any:
     ) -> tuple[TensorLike, ...]:
         """(batch, time, d) inputs -> (last_output, outputs, h_T, c_T, runtime)."""
 
-        def step(
+        def loop_step(
             x: TensorLike, states: tuple[TensorLike, ...], keep: Any, previous: Any
         ) -> tuple[TensorLike, tuple[TensorLike, ...]]:
-            h, c = states
-            z = tf.matmul(x, kernel) + tf.matmul(h, recurrent_kernel) + bias
-            z_i, z_f, z_c, z_o = tf.split(z, 4, axis=-1)
-            c = tf.sigmoid(z_f) * c + tf.sigmoid(z_i) * tf.tanh(z_c)
-            h = tf.sigmoid(z_o) * tf.tanh(c)
+            h, c = step(x, states[0], states[1], kernel, recurrent_kernel, bias)
             return h, (h, c)
 
         sequences = tf.transpose(inputs, [1, 0, 2])
         if go_backwards:
             sequences = tf.reverse(sequences, [0])
         loop = unrolled_steps if inputs.shape[1] is not None else looped_steps
-        last, outputs, (h, c) = loop(step, sequences, None, (h_0, c_0), True)
+        last, outputs, (h, c) = loop(loop_step, sequences, None, (h_0, c_0), True)
         # The fifth result is Keras 2's "runtime" marker, which the
         # converter expects and replaces.
         return last, tf.transpose(outputs, [1, 0, 2]), h, c, tf.constant(0.0)
@@ -104,30 +134,45 @@ def fused_inner_loop(layer: keras.layers.RNN, fallback: Callable[..., Any]) -> C
         A function `(sequences, initial_state, mask, training) ->
         (last_output, outputs, states)` like `keras.layers.RNN.inner_loop`.
     """
-    function = _lstm_function(layer.go_backwards)
+    function = marked_lstm_function(layer.go_backwards)
+
+    def fused(sequences: TensorLike, initial_state: Any) -> tuple[TensorLike, TensorLike, Any]:
+        cell = layer.cell
+        bias = cell.bias if cell.use_bias else tf.zeros([4 * cell.units])
+        weights = (cell.kernel, cell.recurrent_kernel, bias)
+        last, outputs, h, c, _ = function(
+            tf.cast(sequences, tf.float32),
+            *tree.flatten(initial_state),
+            *[tf.convert_to_tensor(weight) for weight in weights],
+        )
+        return last, outputs, tree.pack_sequence_as(initial_state, [h, c])
+
+    return fused_where_it_fits(fused, fallback)
+
+
+def fused_where_it_fits(
+    fused: Callable[[TensorLike, Any], tuple[TensorLike, TensorLike, Any]],
+    fallback: Callable[..., Any],
+) -> Callable[..., Any]:
+    """An `inner_loop` stand-in that calls `fused(sequences, initial_state)`
+    where LiteRT's fused sequence operators can serve the call (no mask, one
+    sequence tensor of a fixed batch size, zero initial states) and
+    `fallback` everywhere else."""
 
     def inner_loop(
         sequences: Any, initial_state: Any, mask: Any, training: bool = False
     ) -> tuple[TensorLike, TensorLike, Any]:
         if tree.is_nested(mask):
             mask = mask[0]
-        states = tree.flatten(initial_state)
-        if (
-            mask is not None
-            or tree.is_nested(sequences)
-            or sequences.shape[0] is None
-            or not all(is_zero_state(state) for state in states)
-        ):
-            return fallback(sequences, initial_state, mask, training)
-        cell = layer.cell
-        bias = cell.bias if cell.use_bias else tf.zeros([4 * cell.units])
-        weights = (cell.kernel, cell.recurrent_kernel, bias)
-        last, outputs, h, c, _ = function(
-            tf.cast(sequences, tf.float32),
-            *states,
-            *[tf.convert_to_tensor(weight) for weight in weights],
+        fits = (
+            mask is None
+            and not tree.is_nested(sequences)
+            and sequences.shape[0] is not None
+            and all(is_zero_state(state) for state in tree.flatten(initial_state))
         )
-        return last, outputs, tree.pack_sequence_as(initial_state, [h, c])
+        if not fits:
+            return fallback(sequences, initial_state, mask, training)
+        return fused(sequences, initial_state)
 
     return inner_loop
 
@@ -144,3 +189,29 @@ def constant_weights(model: keras.Model) -> Iterator[None]:
     mapping = [(variable, tf.constant(variable.numpy())) for variable in model.variables]
     with keras.StatelessScope(state_mapping=mapping):
         yield
+
+
+def without_cell_clip(content: bytes) -> bytes:
+    """`content` with its `UNIDIRECTIONAL_SEQUENCE_LSTM` operators unclipped.
+
+    The converter writes the operator of a Keras 2 LSTM function with
+    `cell_clip` = 10: c_t bounded to [-10, 10], which no Keras LSTM does;
+    a long sequence with a forget gate near 1 reaches it. A `cell_clip` of 0
+    is LiteRT's "no clipping", the Keras equations exactly.
+
+    Args:
+        content: A LiteRT flatbuffer.
+
+    Returns:
+        The same flatbuffer when no LSTM operator clips; else one whose LSTM
+        operators do not.
+    """
+    model = schema.ModelT.InitFromPackedBuf(content, 0)
+    changed = False
+    for subgraph in model.subgraphs:
+        for op in subgraph.operators:
+            if builtin(model, op) == schema.BuiltinOperator.UNIDIRECTIONAL_SEQUENCE_LSTM:
+                if op.builtinOptions.cellClip != 0.0:
+                    op.builtinOptions.cellClip = 0.0
+                    changed = True
+    return convert_object_to_bytearray(model) if changed else content

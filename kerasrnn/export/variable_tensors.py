@@ -5,7 +5,9 @@ initial states from *variable tensors* and leave their final states there,
 so each call of a converted file starts where the previous one ended
 (tensorflow/tensorflow#47813): a client would have to call
 `Interpreter.reset_all_variables()` before every call, and a signature
-runner never does. `zeroed_on_every_call` rewrites the flatbuffer so that
+runner never does. (A float16 file sets them from float16 zeros by a
+`DEQUANTIZE`, which the interpreter runs once, when it prepares the model,
+so the same holds there.) `zeroed_on_every_call` rewrites the flatbuffer so that
 every subgraph first fills each of its variable tensors with zeros (one
 `FILL` per tensor), which makes every call start from the zero state the
 model was traced with.
@@ -17,39 +19,15 @@ import numpy as np
 from tensorflow.lite.python import schema_py_generated as schema
 from tensorflow.lite.tools.flatbuffer_utils import convert_object_to_bytearray
 
+from kerasrnn.export.flatbuffer_edits import (
+    add_constant,
+    builtin,
+    constant_value,
+    drop_unused,
+    operator_index,
+)
+
 __all__ = ["zeroed_on_every_call"]
-
-
-def _operator_index(model: Any, builtin: int) -> int:
-    """The index of `builtin` in the model's operator codes, added if absent."""
-    for index, code in enumerate(model.operatorCodes):
-        # Codes past 127 live in `builtinCode` only (see
-        # `count_litert_operators`).
-        if max(code.builtinCode, code.deprecatedBuiltinCode) == builtin:
-            return index
-    code = schema.OperatorCodeT()
-    code.builtinCode = builtin
-    code.deprecatedBuiltinCode = min(builtin, 127)
-    code.version = 1
-    model.operatorCodes.append(code)
-    return len(model.operatorCodes) - 1
-
-
-def _constant(model: Any, subgraph: Any, value: np.ndarray, name: str) -> int:
-    """Add a constant tensor holding `value` to `subgraph`; its index."""
-    buffer = schema.BufferT()
-    buffer.data = np.frombuffer(value.tobytes(), np.uint8)
-    model.buffers.append(buffer)
-    tensor = schema.TensorT()
-    tensor.shape = np.array(value.shape, np.int32)
-    tensor.type = {
-        np.dtype("int32"): schema.TensorType.INT32,
-        np.dtype("float32"): schema.TensorType.FLOAT32,
-    }[value.dtype]
-    tensor.buffer = len(model.buffers) - 1
-    tensor.name = name.encode()
-    subgraph.tensors.append(tensor)
-    return len(subgraph.tensors) - 1
 
 
 def zeroed_on_every_call(content: bytes) -> bytes:
@@ -70,13 +48,7 @@ def zeroed_on_every_call(content: bytes) -> bytes:
     model = schema.ModelT.InitFromPackedBuf(content, 0)
     changed = False
     for subgraph in model.subgraphs:
-        read = {int(index) for op in subgraph.operators for index in op.inputs if index >= 0}
-        written = {int(index) for op in subgraph.operators for index in op.outputs}
-        states = sorted(
-            index
-            for index in read - written
-            if subgraph.tensors[index].isVariable
-        )
+        states = _initial_states(model, subgraph)
         fills = []
         for index in states:
             tensor = subgraph.tensors[index]
@@ -90,13 +62,13 @@ def zeroed_on_every_call(content: bytes) -> bytes:
                     f"{shape.tolist()}, which cannot be zeroed at each call."
                 )
             fill = schema.OperatorT()
-            fill.opcodeIndex = _operator_index(model, schema.BuiltinOperator.FILL)
+            fill.opcodeIndex = operator_index(model, schema.BuiltinOperator.FILL)
             name = tensor.name.decode()
             zero = np.array(0.0, np.float32)
             fill.inputs = np.array(
                 [
-                    _constant(model, subgraph, shape, f"{name}/shape"),
-                    _constant(model, subgraph, zero, f"{name}/zero"),
+                    add_constant(model, subgraph, shape, f"{name}/shape"),
+                    add_constant(model, subgraph, zero, f"{name}/zero"),
                 ],
                 np.int32,
             )
@@ -109,4 +81,28 @@ def zeroed_on_every_call(content: bytes) -> bytes:
             changed = True
     if not changed:
         return content
+    drop_unused(model)
     return convert_object_to_bytearray(model)
+
+
+def _initial_states(model: Any, subgraph: Any) -> list[int]:
+    """The variable tensors of `subgraph` that its operators read before
+    writing them: those nothing writes, and those a float16 file sets from
+    a float16 constant by a `DEQUANTIZE`, which the interpreter runs once
+    (its input is constant), not at every call; those are removed."""
+    read = {int(index) for op in subgraph.operators for index in op.inputs if index >= 0}
+    producers = {int(output): op for op in subgraph.operators for output in op.outputs}
+    states = []
+    for index in sorted(read):
+        if not subgraph.tensors[index].isVariable:
+            continue
+        producer = producers.get(index)
+        if producer is None:
+            states.append(index)
+        elif (
+            builtin(model, producer) == schema.BuiltinOperator.DEQUANTIZE
+            and constant_value(model, subgraph, int(producer.inputs[0])) is not None
+        ):
+            subgraph.operators = [op for op in subgraph.operators if op is not producer]
+            states.append(index)
+    return states

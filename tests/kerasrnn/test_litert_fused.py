@@ -1,5 +1,6 @@
 """export_litert at a fixed batch size: LSTM layers as LiteRT's fused
-UNIDIRECTIONAL_SEQUENCE_LSTM, held to a NumPy loop of the LSTM equations.
+UNIDIRECTIONAL_SEQUENCE_LSTM and Elman layers as its
+UNIDIRECTIONAL_SEQUENCE_RNN, held to a NumPy loop of their equations.
 
 The fused operator keeps its states in variable tensors; the files are
 called several times in a row without `reset_all_variables()` to hold them
@@ -13,20 +14,25 @@ import numpy as np
 import pytest
 
 import kerasrnn
-from tests.kerasrnn.numpy_reference import gate_blocks, lstm_step, run
+from tests.kerasrnn.numpy_reference import elman_step, gate_blocks, lstm_step, run
 
 UNITS = 3
 FEATURES = 2
 BATCH = 2
 FUSED = "UNIDIRECTIONAL_SEQUENCE_LSTM"
+FUSED_RNN = "UNIDIRECTIONAL_SEQUENCE_RNN"
 
 LAYERS = {
     "kerasrnn": lambda **kw: keras.layers.RNN(kerasrnn.LSTMCell(UNITS), **kw),
     "keras": lambda **kw: keras.layers.LSTM(UNITS, **kw),
+    "elman": lambda **kw: keras.layers.RNN(kerasrnn.ElmanCell(UNITS), **kw),
+    "simple_rnn": lambda **kw: keras.layers.SimpleRNN(UNITS, **kw),
 }
+#: kind -> the operator it becomes
+OPERATOR = {"kerasrnn": FUSED, "keras": FUSED, "elman": FUSED_RNN, "simple_rnn": FUSED_RNN}
 
 
-def lstm_model(kind, direction, steps, return_sequences=True):
+def recurrent_model(kind, direction, steps, return_sequences=True):
     inputs = keras.Input((steps, FEATURES), batch_size=BATCH, name="x")
     layer = LAYERS[kind](
         return_sequences=return_sequences, go_backwards=direction == "backward"
@@ -41,20 +47,22 @@ def lstm_model(kind, direction, steps, return_sequences=True):
 
 
 def reference(model, x, direction, return_sequences):
-    """The model's output from `numpy_reference.run` over the LSTM equations."""
+    """The model's output from `numpy_reference.run` over the cell's
+    equations (`eq:rnn-hidden` or the LSTM's)."""
     (layer,) = model.layers[1:]
     layers = [layer]
     if direction == "bidirectional":
         layers = [layer.forward_layer, layer.backward_layer]
-    zeros = [np.zeros((x.shape[0], UNITS))] * 2
     outputs = []
     # Forward first, as Bidirectional concatenates them.
     for layer in sorted(layers, key=lambda layer: layer.go_backwards):
         cell, backwards = layer.cell, layer.go_backwards
+        gates, step = (4, lstm_step) if "LSTM" in type(cell).__name__ else (1, elman_step)
+        zeros = [np.zeros((x.shape[0], UNITS))] * (2 if gates == 4 else 1)
         w = gate_blocks(
-            cell.kernel.numpy(), cell.recurrent_kernel.numpy(), cell.bias.numpy(), 4
+            cell.kernel.numpy(), cell.recurrent_kernel.numpy(), cell.bias.numpy(), gates
         )
-        sequence, _ = run(functools.partial(lstm_step, w), x, zeros, go_backwards=backwards)
+        sequence, _ = run(functools.partial(step, w), x, zeros, go_backwards=backwards)
         if direction == "bidirectional" and backwards:
             sequence = sequence[:, ::-1]  # Bidirectional re-reverses it
         outputs.append(sequence if return_sequences else sequence[:, -1])
@@ -83,31 +91,124 @@ def operators(path):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("kind", sorted(LAYERS))
 @pytest.mark.parametrize(
-    "direction, return_sequences",
-    [("forward", True), ("backward", False), ("bidirectional", True)],
+    "kind, direction, return_sequences",
+    [
+        (kind, direction, return_sequences)
+        for kind in ("kerasrnn", "keras")
+        for direction, return_sequences in [
+            ("forward", True),
+            ("backward", False),
+            ("bidirectional", True),
+        ]
+    ]
+    + [
+        ("elman", "backward", False),
+        ("elman", "bidirectional", True),
+        ("simple_rnn", "forward", True),
+    ],
 )
-def test_lstm_layers_become_the_fused_operator(tmp_path, kind, direction, return_sequences):
+def test_lstm_and_elman_layers_become_the_fused_operators(
+    tmp_path, kind, direction, return_sequences
+):
     steps = 6
-    model = lstm_model(kind, direction, steps, return_sequences)
+    model = recurrent_model(kind, direction, steps, return_sequences)
     path = kerasrnn.export_litert(model, tmp_path / "model.tflite", sequence_length=steps)
     counted = operators(path)
-    assert counted.get(FUSED) == (2 if direction == "bidirectional" else 1)
+    fused = OPERATOR[kind]
+    assert counted.get(fused) == (2 if direction == "bidirectional" else 1)
     assert "LOGISTIC" not in counted and "TANH" not in counted
+    assert ({FUSED, FUSED_RNN} - {fused}).isdisjoint(counted)
     assert run_three_times(path, model, direction, return_sequences, steps) < 1e-5
 
 
 @pytest.mark.slow
-def test_a_fused_file_does_not_grow_with_the_sequence_length(tmp_path):
+@pytest.mark.parametrize("kind", ["kerasrnn", "elman"])
+def test_a_fused_file_does_not_grow_with_the_sequence_length(tmp_path, kind):
     counts = {}
     for steps in (4, 40):
-        model = lstm_model("kerasrnn", "bidirectional", steps)
+        model = recurrent_model(kind, "bidirectional", steps)
         path = kerasrnn.export_litert(model, tmp_path / f"{steps}.tflite", sequence_length=steps)
         counts[steps] = operators(path)
         assert run_three_times(path, model, "bidirectional", True, steps) < 1e-5
     assert counts[4] == counts[40]
     assert sum(counts[40].values()) <= 12
+
+
+@pytest.mark.slow
+def test_an_elman_layer_whose_final_state_is_used_is_fused(tmp_path):
+    # h_T is the last output, which the RNN operator gives.
+    steps = 5
+    x = keras.Input((steps, FEATURES), batch_size=BATCH, name="x")
+    sequence, h = keras.layers.RNN(
+        kerasrnn.ElmanCell(UNITS), return_sequences=True, return_state=True
+    )(x)
+    model = keras.Model(x, keras.layers.Concatenate()([sequence[:, 0], h]))
+    path = kerasrnn.export_litert(model, tmp_path / "model.tflite", sequence_length=steps)
+    assert operators(path).get(FUSED_RNN) == 1
+    from ai_edge_litert.interpreter import Interpreter
+
+    runner = Interpreter(str(path)).get_signature_runner("serving_default")
+    batch = np.random.default_rng(5).normal(size=(BATCH, steps, FEATURES)).astype("float32")
+    (answer,) = runner(x=batch).values()
+    cell = model.layers[1].cell
+    w = gate_blocks(cell.kernel.numpy(), cell.recurrent_kernel.numpy(), cell.bias.numpy(), 1)
+    outputs, (final,) = run(
+        functools.partial(elman_step, w), batch, [np.zeros((BATCH, UNITS))]
+    )
+    np.testing.assert_allclose(answer, np.concatenate([outputs[:, 0], final], -1), atol=1e-5)
+
+
+@pytest.mark.slow
+def test_the_fused_lstm_does_not_clip_its_cell_state(tmp_path):
+    # Gates open (i = f = o = 1) and a candidate of +-1: the cell state
+    # counts 30 steps of +1 up to 30, then 15 of -1 down to 15. The
+    # converter's cell_clip of 10 would stop it at 10 and end at -5.
+    steps = 45
+    x = keras.Input((steps, 1), batch_size=1, name="x")
+    layer = keras.layers.LSTM(1, return_sequences=True)
+    model = keras.Model(x, layer(x))
+    layer.cell.kernel.assign(np.array([[0.0, 0.0, 20.0, 0.0]], "float32"))
+    layer.cell.recurrent_kernel.assign(np.zeros((1, 4), "float32"))
+    layer.cell.bias.assign(np.array([30.0, 30.0, 0.0, 30.0], "float32"))
+    batch = np.concatenate([np.ones(30), -np.ones(15)]).reshape(1, steps, 1).astype("float32")
+    path = kerasrnn.export_litert(model, tmp_path / "model.tflite", sequence_length=steps)
+    assert operators(path).get(FUSED) == 1
+    w = gate_blocks(
+        layer.cell.kernel.numpy(), layer.cell.recurrent_kernel.numpy(), layer.cell.bias.numpy(), 4
+    )
+    expected, (_, c) = run(functools.partial(lstm_step, w), batch, [np.zeros((1, 1))] * 2)
+    assert c[0, 0] == pytest.approx(15.0)
+    from ai_edge_litert.interpreter import Interpreter
+
+    runner = Interpreter(str(path)).get_signature_runner("serving_default")
+    (answer,) = runner(x=batch).values()
+    np.testing.assert_allclose(answer, expected, atol=1e-5)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ["keras", "elman"])
+def test_a_float16_fused_call_does_not_depend_on_the_one_before(tmp_path, kind):
+    # A float16 file sets the operators' states from float16 zeros once,
+    # when the interpreter prepares it; the export zeroes them every call.
+    steps = 6
+    model = recurrent_model(kind, "forward", steps)
+    path = kerasrnn.export_litert(
+        model, tmp_path / "model.tflite", sequence_length=steps, quantize="float16"
+    )
+    assert operators(path).get(OPERATOR[kind]) == 1
+    from ai_edge_litert.interpreter import Interpreter
+
+    runner = Interpreter(str(path)).get_signature_runner("serving_default")
+    rng = np.random.default_rng(11)
+    first, second = (
+        rng.normal(size=(BATCH, steps, FEATURES)).astype("float32") for _ in range(2)
+    )
+    (output,) = runner.get_output_details()
+    answers = [runner(x=batch)[output] for batch in (first, second, first)]
+    np.testing.assert_array_equal(answers[0], answers[2])
+    expected = reference(model, first, "forward", True)
+    np.testing.assert_allclose(answers[0], expected, atol=5e-3)
 
 
 @pytest.mark.slow
@@ -123,7 +224,16 @@ def test_where_the_operator_does_not_fit_the_loop_stays(tmp_path):
     with_states = keras.Model(x, keras.layers.Concatenate()([h, c]))
     # A dynamic batch size, and fused=False.
     free = keras.Sequential([keras.Input((steps, FEATURES)), keras.layers.LSTM(UNITS)])
-    plain = lstm_model("keras", "forward", steps)
+    plain = recurrent_model("keras", "forward", steps)
+    masked_elman = keras.Model(
+        ids, keras.layers.RNN(kerasrnn.ElmanCell(UNITS))(embedded)
+    )
+    relu = keras.Sequential(
+        [
+            keras.Input((steps, FEATURES), batch_size=BATCH),
+            keras.layers.SimpleRNN(UNITS, activation="relu"),
+        ]
+    )
     ids_batch = np.array([[1, 2, 3, 0, 0], [4, 5, 0, 0, 0]], "int32")
     x_batch = np.random.default_rng(3).normal(size=(BATCH, steps, FEATURES)).astype("float32")
     cases = {
@@ -131,6 +241,8 @@ def test_where_the_operator_does_not_fit_the_loop_stays(tmp_path):
         "with_states": (with_states, {}, x_batch),
         "free_batch": (free, {}, x_batch),
         "not_fused": (plain, {"fused": False}, x_batch),
+        "masked_elman": (masked_elman, {}, ids_batch),
+        "relu_elman": (relu, {}, x_batch),
     }
     from ai_edge_litert.interpreter import Interpreter
 
@@ -138,7 +250,7 @@ def test_where_the_operator_does_not_fit_the_loop_stays(tmp_path):
         path = kerasrnn.export_litert(
             model, tmp_path / f"{name}.tflite", sequence_length=steps, **options
         )
-        assert FUSED not in operators(path), name
+        assert FUSED not in operators(path) and FUSED_RNN not in operators(path), name
         runner = Interpreter(str(path)).get_signature_runner("serving_default")
         (input_name,) = runner.get_input_details()
         (answer,) = runner(**{input_name: batch}).values()
@@ -154,7 +266,7 @@ def test_where_the_operator_does_not_fit_the_loop_stays(tmp_path):
     ],
 )
 def test_bad_batch_size_or_fused_is_refused_by_name(tmp_path, options, message):
-    model = lstm_model("keras", "forward", 3)
+    model = recurrent_model("keras", "forward", 3)
     with pytest.raises((TypeError, ValueError), match=message):
         kerasrnn.export_litert(model, tmp_path / "model.tflite", **options)
     assert not (tmp_path / "model.tflite").exists()
