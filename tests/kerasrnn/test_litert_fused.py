@@ -270,3 +270,25 @@ def test_bad_batch_size_or_fused_is_refused_by_name(tmp_path, options, message):
     with pytest.raises((TypeError, ValueError), match=message):
         kerasrnn.export_litert(model, tmp_path / "model.tflite", **options)
     assert not (tmp_path / "model.tflite").exists()
+
+
+@pytest.mark.slow
+def test_a_dynamic_int8_elman_layer_is_fused_on_its_int8_weights(tmp_path):
+    # Weights of 1,024 values or more are quantized: the RNN operator reads
+    # them as int8 (a hybrid kernel), within int8's rounding of the model.
+    steps, features, units = 20, 48, 64
+    x = keras.Input((steps, features), batch_size=BATCH, name="x")
+    model = keras.Model(x, keras.layers.RNN(kerasrnn.ElmanCell(units))(x))
+    path = kerasrnn.export_litert(
+        model, tmp_path / "model.tflite", sequence_length=steps, quantize="dynamic_int8"
+    )
+    assert operators(path).get(FUSED_RNN) == 1
+    from ai_edge_litert.interpreter import Interpreter
+
+    runner = Interpreter(str(path)).get_signature_runner("serving_default")
+    (output,) = runner.get_output_details()
+    batch = np.random.default_rng(2).normal(size=(BATCH, steps, features)).astype("float32")
+    cell = model.layers[1].cell
+    w = gate_blocks(cell.kernel.numpy(), cell.recurrent_kernel.numpy(), cell.bias.numpy(), 1)
+    expected, _ = run(functools.partial(elman_step, w), batch, [np.zeros((BATCH, units))])
+    np.testing.assert_allclose(runner(x=batch)[output], expected[:, -1], atol=0.05)
