@@ -27,9 +27,15 @@ CONTEXTS = ("initial_state", "every_step", "both")
 #: (Luong) attention over the encoder's outputs.
 ATTENTIONS = ("bahdanau", "luong")
 
+#: The most steps a decoder runs (`max_target_length`): an int32 index with
+#: room to spare, and outputs of (batch, [B,] max_target_length) ids
+#: (sampling's noise: (max_target_length, batch, V) floats) that are
+#: allocated before the first step.
+MAX_DECODE_LENGTH = 2**16
+
 #: The largest GNMT length penalty α of beam search: ((5 + L)/6)^α stays
 #: below 2.1e32 for every length L up to the decoders' most steps (65536,
-#: `kerasrnn.seq2seq.decoding.MAX_DECODE_LENGTH`), so that scores neither
+#: `MAX_DECODE_LENGTH`), so that scores neither
 #: overflow float32 (3.4e38) nor collapse to 0 and lose their order.
 MAX_LENGTH_PENALTY = 8.0
 

@@ -60,7 +60,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import tensorflow as tf
 
-from kerasrnn.allowed import MAX_LENGTH_PENALTY
+from kerasrnn.allowed import MAX_DECODE_LENGTH, MAX_LENGTH_PENALTY
 from kerasrnn.seq2seq.beam import LIVE, BeamState, beam_step, initial_beam, rank_beam
 from kerasrnn.seq2seq.loss import next_token_log_probs
 from kerasrnn.seq2seq.protocol import DecodableModel
@@ -78,11 +78,6 @@ from kerasrnn.validation import (
 #: How decoding picks y_t: `(t, log_probs (batch, V)) -> tokens (batch,)`.
 Choice = Callable[[TensorLike, TensorLike], TensorLike]
 
-#: The most steps a decoder runs (`max_target_length`): an int32 index with
-#: room to spare, and outputs of (batch, [B,] max_target_length) ids
-#: (sampling's noise: (max_target_length, batch, V) floats) that are
-#: allocated before the first step.
-MAX_DECODE_LENGTH = 2**16
 
 #: The seeds `sample_decode` takes: int64, what the stateless noise reads.
 SEED_RANGE = (-(2**63), 2**63 - 1)

@@ -3,7 +3,7 @@
 import dataclasses
 from typing import Any, ClassVar
 
-from kerasrnn_pipelines.options import option, positive_int
+from kerasrnn_pipelines.options import allowed, number_type, option, positive_int
 from kerasrnn_pipelines.tasks.options.seq2seq_config import Seq2SeqConfig
 
 #: The (source, target) feature keys of every `ted_hrlr_translate`
@@ -24,6 +24,14 @@ LANGUAGE_PAIRS = (
     ("ru", "en"),
     ("ru", "pt"),
     ("tr", "en"),
+)
+
+#: `--max-length`: a translation holds at most that many words and `<end>`,
+#: which the decoders bound at `kerasrnn.allowed.MAX_DECODE_LENGTH` tokens.
+sentence_length = number_type(
+    f"an integer in [1, {allowed.MAX_DECODE_LENGTH - 1}]",
+    int,
+    lambda v: 0 < v < allowed.MAX_DECODE_LENGTH,
 )
 
 #: `--data` value -> (source, target) feature keys.
@@ -72,5 +80,5 @@ class TranslateConfig(Seq2SeqConfig):
         "most frequent training words kept per language; others are <unk>",
     )
     max_length: int = option(
-        40, positive_int, "words kept per sentence (longer sentences are cut)"
+        40, sentence_length, "words kept per sentence (longer sentences are cut)"
     )
