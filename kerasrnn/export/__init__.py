@@ -3,11 +3,13 @@
 - `converter`: the LiteRT converter as every exporter uses it (argument
   checks, freezing, builtin ops only, the check that the file runs, atomic
   writes, operator counts);
+- `flatbuffer_edits`: the edits of a converted LiteRT file the others make;
 - `variable_tensors`: the states of LiteRT's stateful operators zeroed at
   the start of every call;
 - `rnn_loop`: Keras's recurrent layers stepped through loops LiteRT runs;
 - `paired_lstm`: a Bidirectional LSTM's two directions stepped together;
-- `fused_lstm`: LSTM layers as LiteRT's fused sequence operator;
+- `fused_lstm`: LSTM layers as LiteRT's fused LSTM sequence operator;
+- `fused_rnn`: Elman layers as LiteRT's fused RNN sequence operator;
 - `cell_litert`: `kerasrnn.export_litert`, recurrent Keras models as LiteRT
   files;
 - `seq2seq_litert`: `kerasrnn.seq2seq.export_litert`, an encoder-decoder
