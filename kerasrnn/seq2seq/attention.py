@@ -248,8 +248,12 @@ class LuongAttention(keras.layers.Layer):
             scores = ops.einsum("bn,bsn->bs", query, keys)
             weights = masked_softmax(scores, mask)
             return weighted_sum(weights, memory), weights
+        # A matmul with the keys' last two axes swapped, not the einsum of the
+        # same product: TensorFlow's einsum leaves a reshape after its batch
+        # matmul, one more operator per decoder step in an unrolled LiteRT
+        # graph; the swap of the keys, the same at every step, is one.
         return attend_for_each_query(
-            ops.einsum("btn,bsn->bts", query, keys), mask, memory
+            ops.matmul(query, ops.swapaxes(keys, 1, 2)), mask, memory
         )
 
     def attentional(self, query: TensorLike, context: TensorLike) -> TensorLike:

@@ -427,7 +427,7 @@ class Seq2Seq(keras.Model):
             A `DecoderStep`: logits `(batch, V)`, the new states, and α_t
             `(batch, S)` float32 for an attention model (else None).
         """
-        pieces = [self.target_embedding(ops.cast(tokens, "int32"))]
+        pieces = [self._embedded(ops.cast(tokens, "int32"))]
         if self.uses_every_step:
             pieces.append(context["context"])
         output, new_states, alignment = self._decoder_attention.step(
@@ -435,6 +435,20 @@ class Seq2Seq(keras.Model):
             training,
         )
         return DecoderStep(self.output_projection(output), new_states, alignment)
+
+    def _embedded(self, tokens: TensorLike) -> TensorLike:
+        """E[y_{t-1}]: `(batch,)` int32 ids -> `(batch, e)` rows of the target
+        embedding, read by one gather.
+
+        Keras's `Embedding` reads ids below zero from the end of the table,
+        which costs three more operators per decoder step in an unrolled
+        LiteRT graph; token ids are never negative. A quantized embedding
+        keeps the layer's own call.
+        """
+        embedding = self.target_embedding
+        if embedding.quantization_mode is not None:
+            return embedding(tokens)
+        return ops.cast(tf.gather(embedding.embeddings, tokens), embedding.compute_dtype)
 
     def context_for_beams(self, context: dict[str, Any], width: int) -> dict[str, Any]:
         """`context` for `width` consecutive hypotheses per example: c
