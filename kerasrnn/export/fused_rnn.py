@@ -132,7 +132,9 @@ def elman_kernels(model: keras.layers.Layer) -> list[np.ndarray]:
     return [
         layer.cell.kernel.numpy()
         for layer in [model, *sublayers(model)]
-        if isinstance(layer, keras.layers.RNN) and elman_unfit_reason(layer) is None
+        if isinstance(layer, keras.layers.RNN)
+        and layer.cell.built
+        and elman_unfit_reason(layer) is None
     ]
 
 
