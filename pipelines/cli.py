@@ -36,11 +36,18 @@ SHARED_OPTIONS = {field.name for field in dataclasses.fields(RunConfig)}
 
 
 class Parser(argparse.ArgumentParser):
-    """An `argparse` parser whose refusals are one line, exit status 2."""
+    """An `argparse` parser whose refusals are one line, exit status 2.
+
+    Attributes:
+        task: The task whose options it parses, or None.
+        options: Every option string it takes (`--help` and those
+            `add_options` adds), for the message of an unknown one.
+    """
 
     def __init__(self, task: str | None = None, **kwargs: Any) -> None:
         super().__init__(prog=PROGRAM, **kwargs)
         self.task = task
+        self.options: list[str] = ["-h", "--help"] if self.add_help else []
 
     def error(self, message: str) -> NoReturn:
         where = f"{PROGRAM} {self.task}" if self.task else PROGRAM
@@ -52,7 +59,7 @@ def shown(value: object) -> object:
     return "unset" if value is None else value
 
 
-def add_options(parser: argparse.ArgumentParser, config_class: type[RunConfig]) -> None:
+def add_options(parser: Parser, config_class: type[RunConfig]) -> None:
     """One argument per field of `config_class`, typed, defaults in the help.
 
     Every default is `argparse.SUPPRESS`: the parsed namespace holds only
@@ -86,7 +93,8 @@ def add_options(parser: argparse.ArgumentParser, config_class: type[RunConfig]) 
             arguments["metavar"] = (
                 "{" + ",".join(kind.choices) + "}" if kind.choices else field.name.upper()
             )
-        groups[field.name in SHARED_OPTIONS].add_argument(flag(field.name), **arguments)
+        action = groups[field.name in SHARED_OPTIONS].add_argument(flag(field.name), **arguments)
+        parser.options.extend(action.option_strings)
 
 
 def data_help(config_class: type[RunConfig], help_text: str) -> str:
@@ -188,12 +196,9 @@ def parse_config(argv: Sequence[str]) -> RunConfig:
     parser = build_parser(config_class)
     typed, unknown = parser.parse_known_args(argv)
     if unknown:
-        options = sorted(
-            option for action in parser._actions for option in action.option_strings
-        )
         parser.error(
             f"unrecognized arguments: {' '.join(unknown)}; "
-            f"valid options: {', '.join(options)}"
+            f"valid options: {', '.join(sorted(parser.options))}"
         )
     # The parser accepts only the tasks of `TASKS`, each of which has a
     # configuration class in `CONFIGS`: a parse that got here found one.
