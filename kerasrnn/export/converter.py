@@ -30,11 +30,14 @@ import keras
 import numpy as np
 import tensorflow as tf
 from keras import tree
+from tensorflow.lite.python import schema_py_generated as schema
+from tensorflow.lite.tools.flatbuffer_utils import convert_object_to_bytearray
 from tensorflow.python.framework.convert_to_constants import (
     convert_variables_to_constants_v2,
 )
 
 from kerasrnn.allowed import QUANTIZE_OPTIONS
+from kerasrnn.export.flatbuffer_edits import builtin
 from kerasrnn.export.fused_lstm import without_cell_clip
 from kerasrnn.export.fused_rnn import as_sequence_rnn, elman_kernels
 from kerasrnn.export.variable_tensors import zeroed_on_every_call
@@ -186,12 +189,22 @@ def convert_concrete_functions(
     # XNNPACK delegate: the export's own steps, not the user's, so their
     # output is shown only if one fails.
     with held_back_stderr(True):
-        content = without_cell_clip(_convert(functions, quantize, model))
-        if model is not None:
-            content = as_sequence_rnn(content, elman_kernels(model))
-        content = zeroed_on_every_call(content)
+        content = _finished(_convert(functions, quantize, model), model)
         _check_invokes(content)
     return content
+
+
+def _finished(content: bytes, model: Any) -> bytes:
+    """The converter's flatbuffer with kerasrnn's edits: LSTM operators
+    unclipped (`kerasrnn.export.fused_lstm`), Elman layers' stand-ins as
+    RNN operators (`kerasrnn.export.fused_rnn`), the operators' states
+    zeroed at every call (`kerasrnn.export.variable_tensors`)."""
+    parsed = schema.ModelT.InitFromPackedBuf(content, 0)
+    changed = without_cell_clip(parsed)
+    if model is not None:
+        changed |= as_sequence_rnn(parsed, elman_kernels(model))
+    changed |= zeroed_on_every_call(parsed)
+    return bytes(convert_object_to_bytearray(parsed)) if changed else content
 
 
 def _convert(functions: dict[str, Any], quantize: str | None, model: Any) -> bytes:
@@ -341,22 +354,14 @@ def count_litert_operators(model: str | os.PathLike[str] | bytes) -> dict[str, d
         counts as one operator: its condition and body are graphs of their
         own, not counted.
     """
-    from tensorflow.lite.python import schema_py_generated as schema
-
     content = model if isinstance(model, bytes) else pathlib.Path(model).read_bytes()
     parsed = schema.ModelT.InitFromPackedBuf(content, 0)
     operators = vars(schema.BuiltinOperator).items()
     names = {code: name for name, code in operators if not name.startswith("_")}
-
-    def kind(operator: Any) -> str:
-        code = parsed.operatorCodes[operator.opcodeIndex]
-        # Codes past 127 live in `builtinCode` only; older files fill the
-        # deprecated byte. The larger of the two is the operator's.
-        return names[max(code.builtinCode, code.deprecatedBuiltinCode)]
-
     counts = {}
     for signature in parsed.signatureDefs or []:
-        kinds = [kind(op) for op in parsed.subgraphs[signature.subgraphIndex].operators]
+        subgraph = parsed.subgraphs[signature.subgraphIndex]
+        kinds = [names[builtin(parsed, op)] for op in subgraph.operators]
         tally = {name: kinds.count(name) for name in set(kinds)}
         key = signature.signatureKey
         counts[key.decode() if isinstance(key, bytes) else key] = dict(

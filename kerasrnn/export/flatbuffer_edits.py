@@ -12,6 +12,10 @@ model (`schema_py_generated.ModelT`) and serializing it again:
   read through a float16 file's `DEQUANTIZE` or an int8 tensor's scale;
 - `drop_unused(model)`: the `DEQUANTIZE` operators, tensors and buffers
   that an edit left unread, removed.
+
+Each edit changes the parsed model in place and says whether it changed
+anything; `kerasrnn.export.converter` parses the converter's bytes once,
+makes every edit, and serializes once.
 """
 
 from typing import Any
@@ -31,7 +35,11 @@ _NUMPY_TYPES = {
 
 def builtin(model: Any, operator: Any) -> int:
     """The `schema.BuiltinOperator` code of `operator`."""
-    code = model.operatorCodes[operator.opcodeIndex]
+    return _kind(model.operatorCodes[operator.opcodeIndex])
+
+
+def _kind(code: Any) -> int:
+    """The builtin operator an `OperatorCodeT` names."""
     # Codes past 127 live in `builtinCode` only; older files fill the
     # deprecated byte. The larger of the two is the operator's.
     return int(max(code.builtinCode, code.deprecatedBuiltinCode))
@@ -40,9 +48,8 @@ def builtin(model: Any, operator: Any) -> int:
 def operator_index(model: Any, kind: int, version: int = 1) -> int:
     """The index of operator kind `kind` at `version` in the model's
     operator codes, added if absent."""
-    for index in range(len(model.operatorCodes)):
-        code = model.operatorCodes[index]
-        if max(code.builtinCode, code.deprecatedBuiltinCode) == kind and code.version == version:
+    for index, code in enumerate(model.operatorCodes):
+        if _kind(code) == kind and code.version == version:
             return index
     code = schema.OperatorCodeT()
     code.builtinCode = kind

@@ -40,7 +40,6 @@ import keras
 import tensorflow as tf
 from keras import tree
 from tensorflow.lite.python import schema_py_generated as schema
-from tensorflow.lite.tools.flatbuffer_utils import convert_object_to_bytearray
 
 from kerasrnn.export.flatbuffer_edits import builtin
 from kerasrnn.export.paired_lstm import is_zero_state
@@ -191,8 +190,8 @@ def constant_weights(model: keras.Model) -> Iterator[None]:
         yield
 
 
-def without_cell_clip(content: bytes) -> bytes:
-    """`content` with its `UNIDIRECTIONAL_SEQUENCE_LSTM` operators unclipped.
+def without_cell_clip(model: Any) -> bool:
+    """Unclip the `UNIDIRECTIONAL_SEQUENCE_LSTM` operators of `model`.
 
     The converter writes the operator of a Keras 2 LSTM function with
     `cell_clip` = 10: c_t bounded to [-10, 10], which no Keras LSTM does;
@@ -200,13 +199,12 @@ def without_cell_clip(content: bytes) -> bytes:
     is LiteRT's "no clipping", the Keras equations exactly.
 
     Args:
-        content: A LiteRT flatbuffer.
+        model: A parsed LiteRT flatbuffer (`schema_py_generated.ModelT`),
+            changed in place.
 
     Returns:
-        The same flatbuffer when no LSTM operator clips; else one whose LSTM
-        operators do not.
+        Whether an operator was clipped.
     """
-    model = schema.ModelT.InitFromPackedBuf(content, 0)
     changed = False
     for subgraph in model.subgraphs:
         for op in subgraph.operators:
@@ -214,4 +212,4 @@ def without_cell_clip(content: bytes) -> bytes:
                 if op.builtinOptions.cellClip != 0.0:
                     op.builtinOptions.cellClip = 0.0
                     changed = True
-    return convert_object_to_bytearray(model) if changed else content
+    return changed

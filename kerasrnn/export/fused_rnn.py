@@ -27,7 +27,6 @@ import numpy as np
 import tensorflow as tf
 from keras import tree
 from tensorflow.lite.python import schema_py_generated as schema
-from tensorflow.lite.tools.flatbuffer_utils import convert_object_to_bytearray
 
 from kerasrnn.cells.elman import ElmanCell
 from kerasrnn.export.flatbuffer_edits import builtin, constant_value, drop_unused, operator_index
@@ -158,8 +157,8 @@ def _is_elman_stand_in(model: Any, subgraph: Any, op: Any, kernels: Sequence[np.
     return False
 
 
-def as_sequence_rnn(content: bytes, kernels: Sequence[np.ndarray]) -> bytes:
-    """`content` with the fused stand-ins of Elman layers as
+def as_sequence_rnn(model: Any, kernels: Sequence[np.ndarray]) -> bool:
+    """Make the fused stand-ins of Elman layers in `model`
     `UNIDIRECTIONAL_SEQUENCE_RNN` operators.
 
     Each `UNIDIRECTIONAL_SEQUENCE_LSTM` whose gates are zero and whose
@@ -169,16 +168,15 @@ def as_sequence_rnn(content: bytes, kernels: Sequence[np.ndarray]) -> bytes:
     the weights and the cell-state variable it no longer reads are dropped.
 
     Args:
-        content: A LiteRT flatbuffer.
+        model: A parsed LiteRT flatbuffer (`schema_py_generated.ModelT`),
+            changed in place.
         kernels: The Elman layers' kernels, `(d, n)` each (`elman_kernels`).
 
     Returns:
-        The same flatbuffer when no operator is such a stand-in; else the
-        rewritten one.
+        Whether an operator was rewritten.
     """
     if not kernels:
-        return content
-    model = schema.ModelT.InitFromPackedBuf(content, 0)
+        return False
     lstm = schema.BuiltinOperator.UNIDIRECTIONAL_SEQUENCE_LSTM
     changed = False
     for subgraph in model.subgraphs:
@@ -213,7 +211,6 @@ def as_sequence_rnn(content: bytes, kernels: Sequence[np.ndarray]) -> bytes:
             op.builtinOptions = options
             op.intermediates = None
             changed = True
-    if not changed:
-        return content
-    drop_unused(model)
-    return convert_object_to_bytearray(model)
+    if changed:
+        drop_unused(model)
+    return changed

@@ -7,17 +7,16 @@ so each call of a converted file starts where the previous one ended
 `Interpreter.reset_all_variables()` before every call, and a signature
 runner never does. (A float16 file sets them from float16 zeros by a
 `DEQUANTIZE`, which the interpreter runs once, when it prepares the model,
-so the same holds there.) `zeroed_on_every_call` rewrites the flatbuffer so that
-every subgraph first fills each of its variable tensors with zeros (one
-`FILL` per tensor), which makes every call start from the zero state the
-model was traced with.
+so the same holds there.) `zeroed_on_every_call` edits the parsed flatbuffer
+so that every subgraph first fills each of its variable tensors with zeros
+(one `FILL` per tensor), which makes every call start from the zero state
+the model was traced with.
 """
 
 from typing import Any
 
 import numpy as np
 from tensorflow.lite.python import schema_py_generated as schema
-from tensorflow.lite.tools.flatbuffer_utils import convert_object_to_bytearray
 
 from kerasrnn.export.flatbuffer_edits import (
     add_constant,
@@ -30,22 +29,22 @@ from kerasrnn.export.flatbuffer_edits import (
 __all__ = ["zeroed_on_every_call"]
 
 
-def zeroed_on_every_call(content: bytes) -> bytes:
-    """`content` with its float32 variable tensors zeroed at each call's start.
+def zeroed_on_every_call(model: Any) -> bool:
+    """Zero the float32 variable tensors of `model` at each call's start:
+    every subgraph begins with a `FILL` of zeros into each variable tensor
+    its operators read (of the tensor's static shape).
 
     Args:
-        content: A LiteRT flatbuffer.
+        model: A parsed LiteRT flatbuffer (`schema_py_generated.ModelT`),
+            changed in place.
 
     Returns:
-        The same flatbuffer when it has no variable tensor; else one whose
-        every subgraph begins with a `FILL` of zeros into each variable
-        tensor its operators read (of the tensor's static shape).
+        Whether the model had such a variable tensor.
 
     Raises:
         ValueError: a variable tensor is not float32 or has no static shape
             (the sequence operators' states are both).
     """
-    model = schema.ModelT.InitFromPackedBuf(content, 0)
     changed = False
     for subgraph in model.subgraphs:
         states = _initial_states(model, subgraph)
@@ -79,10 +78,9 @@ def zeroed_on_every_call(content: bytes) -> bytes:
         if fills:
             subgraph.operators = fills + list(subgraph.operators)
             changed = True
-    if not changed:
-        return content
-    drop_unused(model)
-    return convert_object_to_bytearray(model)
+    if changed:
+        drop_unused(model)
+    return changed
 
 
 def _initial_states(model: Any, subgraph: Any) -> list[int]:
