@@ -71,14 +71,14 @@ batch as −1, so resizing the input resizes the whole graph.
 The beam search is `beam_search_decode`'s, the same code
 (`kerasrnn.seq2seq.beam`): `initial_beam`, then `beam_step` — candidates,
 scores with the length penalty, top-k, the placeholders that fill a beam
-wider than the hypotheses that exist, and the decoder states (with α)
-reordered by one gather of the states packed side by side — then
+wider than the hypotheses that exist, and the decoder states reordered by
+one gather each, by rows — then
 `rank_beam`, which asks the model to `rescore` (an ensemble's right-to-left
 members; `unrolled=True` steps them in a Python loop too) and ranks.
 `beam_search_decode` drives the step with a `tf.while_loop`, this module
 (`unrolled_beam_search`) with the Python loop, and only their bookkeeping
 differs: instead of reordering every hypothesis's tokens and α at every
-step, each step's tokens, α and parent pointers are kept as they are, and
+step, each step's tokens, α and parent rows are kept as they are, and
 one walk back from the last step reads the whole beam, of which the file
 returns the best.
 """
@@ -369,9 +369,10 @@ def unrolled_beam_search(
     """`beam_step` (`kerasrnn.seq2seq.beam`) in a Python loop of
     `max_length` steps: the whole beam, as `beam_search_decode` returns it.
 
-    Each step's tokens, parent pointers and α are kept as they are; one walk
-    back from the last step reads every hypothesis's. That takes fewer
-    operators than reordering whole hypotheses at every step.
+    Each step's tokens, parent rows and α are kept as they are; one walk
+    back from the last step finds every hypothesis's ancestors, and one
+    gather reads its tokens (one more its α). That takes fewer operators
+    than reordering whole hypotheses at every step.
 
     Args:
         model: A `DecodableModel`.
@@ -392,21 +393,33 @@ def unrolled_beam_search(
         stepped = beam_step(model, state, context, alpha, with_alignments)
         steps.append(stepped)
         state = stepped.state
-    # Walk back from each of the B final hypotheses; at the last step each
-    # is its own beam.
-    last = steps[-1]
-    tokens_by_step = [last.state.tokens]
-    alignments_by_step = [last.alignment]
-    beam = last.parents
+    # Walk back from the final hypotheses, one gather per step: `ancestors[t]`
+    # holds, for each, its ancestor's row in the state after step t (the
+    # last step's are the hypotheses themselves), `computed_by[t]` the row
+    # of the state before step t that computed its α_t.
+    ancestors: list[TensorLike] = []
+    computed_by = [steps[-1].rows]
     for stepped in reversed(steps[:-1]):
-        tokens_by_step.append(tf.gather(stepped.state.tokens, beam, batch_dims=1))
-        if with_alignments:
-            alignments_by_step.append(tf.gather(stepped.alignment, beam, batch_dims=1))
-        beam = tf.gather(stepped.parents, beam, batch_dims=1)
-    sequences = tf.concat(tokens_by_step[::-1], axis=2)
+        ancestors.insert(0, computed_by[0])
+        computed_by.insert(0, tf.gather(stepped.rows, computed_by[0]))
+    # (T, batch·B): every step's tokens read at once, by rows.
+    tokens = [stepped.state.tokens for stepped in steps]
+    if ancestors:
+        earlier = tf.gather(tf.stack(tokens[:-1]), tf.stack(ancestors), batch_dims=1)
+        by_step = tf.concat([earlier, tokens[-1][None]], axis=0)
+    else:
+        by_step = tokens[-1][None]
+    sequences = tf.reshape(tf.transpose(by_step), [-1, width, max_length])
     alignments = None
     if with_alignments:
-        alignments = tf.stack(alignments_by_step[::-1], axis=2)
+        # (T, batch·B, S) -> (batch, B, T, S).
+        every = tf.gather(
+            tf.stack([stepped.alignment for stepped in steps]), tf.stack(computed_by),
+            batch_dims=1,
+        )
+        alignments = tf.reshape(
+            tf.transpose(every, [1, 0, 2]), [-1, width, max_length, every.shape[-1]]
+        )
     sequences, log_probs, scores, alignments = rank_beam(
         model, source_ids, sequences, state, alignments, alpha, unrolled=True
     )

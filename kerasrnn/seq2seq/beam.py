@@ -6,14 +6,15 @@
 `max_target_length` steps, which converts to a LiteRT file without a `WHILE`
 loop. The drivers differ only in how they keep the hypotheses' tokens: the
 while loop reorders whole hypotheses at every step, the unrolled loop keeps
-each step's tokens and parent pointers and walks back once at the end. Both
+each step's tokens and parent rows and walks back once at the end. Both
 start from `initial_beam` and end with `rank_beam`.
 
-The hypotheses live in a `BeamState`: B per example, each LIVE (it may grow),
-ENDED (it emitted `<end>`) or a PLACEHOLDER. Placeholders fill the beam
-wherever fewer than B hypotheses exist: at first (only beam 0 holds one, the
-empty hypothesis), and whenever top-k has to take candidates that no decoder
-produces, all at ≤ −1e9 (`FORBIDDEN_LOG_PROB`):
+The hypotheses live in a `BeamState`: B per example, each live (it may
+grow), ended (it emitted `<end>`) or a placeholder. Placeholders fill the
+beam wherever fewer than B hypotheses exist: at first (only beam 0 holds
+one, the empty hypothesis), and whenever top-k has to take candidates that
+no decoder produces, all at ≤ −1e9 (`FORBIDDEN_LOG_PROB`) below their
+parent:
 
 - a placeholder's continuations;
 - anything but padding after an ended hypothesis (padding carries it over
@@ -21,15 +22,19 @@ produces, all at ≤ −1e9 (`FORBIDDEN_LOG_PROB`):
 - pad or start after a live hypothesis (`next_token_log_probs` puts them at
   −1e9).
 
-A placeholder emits padding, has length 0 and log-probability −1e9, and
-stays a placeholder; `rank_beam` empties its sequence and ranks it last.
+No status is stored: it is read where it is needed, which keeps the
+unrolled LiteRT graph small. A hypothesis whose last token is `<end>` or
+padding has ended (it is extended by padding only); a log-probability below
+`PLACEHOLDER_BELOW` (−5e8) marks a placeholder, since a real hypothesis's
+log-probability is far above it and a placeholder's at or below −1e9. A
+placeholder stays one; `rank_beam` empties its sequence (padding), gives it
+log-probability and score −1e9 and ranks it last.
 """
 
 from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-import numpy as np
 import tensorflow as tf
 
 from kerasrnn.seq2seq.loss import FORBIDDEN_LOG_PROB, next_token_log_probs
@@ -37,35 +42,36 @@ from kerasrnn.seq2seq.protocol import DecodableModel
 from kerasrnn.seq2seq.vocabulary import END_ID, PAD_ID, START_ID
 from kerasrnn.types import TensorLike
 
-#: A hypothesis's status in `BeamState.status`.
-LIVE, ENDED, PLACEHOLDER = 0, 1, 2
+#: Log-probabilities below this mark placeholders (module doc).
+PLACEHOLDER_BELOW = FORBIDDEN_LOG_PROB / 2
 
 
 class BeamState(NamedTuple):
     """The B hypotheses of every example between two steps.
 
-    The per-hypothesis fields are `(batch, B, 1)`: the last axis broadcasts
-    against each hypothesis's V candidates with no op to add it, which
-    keeps the unrolled LiteRT graph smaller.
+    Every per-hypothesis field has the batch·B rows the decoder runs on, B
+    consecutive rows per example in beam order.
 
     Attributes:
-        tokens: int32 `(batch, B, 1)`: each hypothesis's last token y_{t-1},
+        tokens: int32 `(batch·B,)`: each hypothesis's last token y_{t-1},
             what the next step reads (`START_ID` before the first; padding
-            after `<end>` and for placeholders).
-        log_probs: float32 `(batch, B, 1)`: log p(y_1 … y_L | x), the
-            `<end>` factor included; `FORBIDDEN_LOG_PROB` for placeholders.
-        lengths: int32 `(batch, B, 1)`: L, the tokens emitted, `<end>`
+            after `<end>`, and from the start for a source of only padding).
+        log_probs: float32 `(batch·B, 1)`: log p(y_1 … y_L | x), the `<end>`
+            factor included; at or below −1e9 for placeholders.
+        lengths: int32 `(batch·B, 1)`: L, the tokens emitted, `<end>`
             included; 0 for placeholders. Only the length penalty reads
             them: with α = 0 they are not counted and stay 0.
-        status: int32 `(batch, B, 1)`: `LIVE`, `ENDED` or `PLACEHOLDER`.
-        decoder_states: The decoder states, `(batch·B, …)` each, B rows per
-            example in beam order, as `model.encode` lists them.
+        first_rows: int32 `(batch, B)`: B times the example's index, its
+            first row, in each of its B columns; constant, it turns a beam
+            index into a row and gives B as its static width.
+        decoder_states: The decoder states, `(batch·B, …)` each, as
+            `model.encode` lists them.
     """
 
     tokens: tf.Tensor
     log_probs: tf.Tensor
     lengths: tf.Tensor
-    status: tf.Tensor
+    first_rows: tf.Tensor
     decoder_states: list[tf.Tensor]
 
 
@@ -77,20 +83,42 @@ class BeamStep(NamedTuple):
             the step appended.
         parents: int32 `(batch, B)`: the beam (of the state before the step)
             that each new hypothesis extends.
-        alignment: float32 `(batch, B, S)`: the α_t with which each new
-            hypothesis's token was emitted (its parent's), when the driver
-            asked for alignments, else None. Where the appended token is
-            padding it means nothing: `rank_beam` zeroes those rows.
+        rows: int32 `(batch·B,)`: the same parents as rows of the state
+            before the step.
+        alignment: float32 `(batch·B, S)`: the α_t that each hypothesis of
+            the state before the step computed (row r: the α with which the
+            hypotheses whose parent row is r emitted their token), when the
+            driver asked for alignments, else None.
     """
 
     state: BeamState
     parents: tf.Tensor
+    rows: tf.Tensor
     alignment: tf.Tensor | None
 
 
 def length_penalty_factor(lengths: TensorLike, alpha: float) -> TensorLike:
     """GNMT length penalty lp(L) = ((5 + L) / 6)^α (Wu et al., 2016)."""
     return tf.pow((5.0 + tf.cast(lengths, tf.float32)) / 6.0, alpha)
+
+
+def is_placeholder(log_probs: TensorLike) -> TensorLike:
+    """Whether each hypothesis of these log-probabilities is a placeholder."""
+    return log_probs < PLACEHOLDER_BELOW
+
+
+def has_ended(tokens: TensorLike, vocabulary_size: int) -> TensorLike:
+    """bool `(batch·B, 1)`: whether each hypothesis ended, read from its last
+    token `tokens` `(batch·B,)` by one lookup (`<end>` or padding)."""
+    ends = [[token in (PAD_ID, END_ID)] for token in range(vocabulary_size)]
+    return tf.gather(tf.constant(ends), tokens)
+
+
+def any_live(state: BeamState, vocabulary_size: int) -> TensorLike:
+    """Whether any hypothesis of `state` may still grow: neither ended nor a
+    placeholder."""
+    ended = has_ended(state.tokens, vocabulary_size)
+    return tf.reduce_any(tf.logical_not(ended | is_placeholder(state.log_probs)))
 
 
 def repeat_rows(tensor: TensorLike, width: int) -> TensorLike:
@@ -111,66 +139,6 @@ def trailing_shape(tensor: TensorLike) -> list[Any]:
         size if size is not None else tf.shape(tensor)[axis]
         for axis, size in enumerate(tensor.shape)
     ][1:]
-
-
-def gather_rows(tensor: TensorLike, parents: TensorLike) -> TensorLike:
-    """`(batch·B, …)` rows -> the rows that `parents` `(batch, B)` name,
-    per example."""
-    width = parents.shape[-1]
-    shape = trailing_shape(tensor)
-    grouped = tf.reshape(tensor, [-1, width, *shape])
-    return tf.reshape(tf.gather(grouped, parents, batch_dims=1), [-1, *shape])
-
-
-def reorder_rows(tensors: list[TensorLike], parents: TensorLike) -> list[TensorLike]:
-    """`gather_rows` of every tensor, with one gather per dtype: the tensors
-    of static shape are packed side by side, gathered and split again.
-
-    Every gather, reshape and split is an operator of the unrolled LiteRT
-    graph, at every step: packing takes a handful per step instead of three
-    per tensor. A tensor whose trailing shape is not static (α over sources
-    of any length in `beam_search_decode`) is gathered alone.
-    """
-    reordered: list[TensorLike | None] = [None] * len(tensors)
-    packs: dict[tf.DType, list[int]] = {}
-    for index, tensor in enumerate(tensors):
-        if tensor.shape[1:].is_fully_defined():
-            packs.setdefault(tensor.dtype, []).append(index)
-        else:
-            reordered[index] = gather_rows(tensor, parents)
-    for indices in packs.values():
-        sizes = [tensors[index].shape[1:].num_elements() for index in indices]
-        flat = [
-            tensors[index] if tensors[index].shape.rank == 2
-            else tf.reshape(tensors[index], [-1, size])
-            for index, size in zip(indices, sizes)
-        ]
-        if len(flat) == 1:
-            pieces = [gather_rows(flat[0], parents)]
-        else:
-            pieces = tf.split(gather_rows(tf.concat(flat, axis=1), parents), sizes, axis=1)
-        for index, piece in zip(indices, pieces):
-            shape = tensors[index].shape
-            reordered[index] = piece if shape.rank == 2 else tf.reshape(piece, [-1, *shape[1:]])
-    return reordered
-
-
-def candidate_outcomes(vocabulary_size: int) -> tf.Tensor:
-    """`(3, V)` int32: what a hypothesis of each status becomes when extended
-    by each token, as one number, token + V · status: the token it appends
-    and its new status (see the module doc for the impossible candidates).
-    """
-    tokens = np.arange(vocabulary_size)
-    emittable = (tokens != PAD_ID) & (tokens != START_ID)
-    live = np.where(tokens == END_ID, ENDED, np.where(emittable, LIVE, PLACEHOLDER))
-    ended = np.where(tokens == PAD_ID, ENDED, PLACEHOLDER)
-    status = np.stack([live, ended, np.full(vocabulary_size, PLACEHOLDER)])
-    appended = np.stack([
-        np.where(emittable, tokens, PAD_ID),
-        np.full(vocabulary_size, PAD_ID),
-        np.full(vocabulary_size, PAD_ID),
-    ])
-    return tf.constant(appended + vocabulary_size * status, tf.int32)
 
 
 def initial_beam(
@@ -194,13 +162,24 @@ def initial_beam(
     # copying it per beam would move B times the memory at every step.
     states = [repeat_rows(state, width) for state in states]
     context = model.context_for_beams(context, width)
-    # (batch, B, 1) shapes are broadcast from the input, not built from
-    # tf.shape (see `repeat_rows`).
-    first = tf.where(empty_sources[:, None, None], ENDED, LIVE)
-    status = tf.maximum(first, tf.constant([LIVE] + [PLACEHOLDER] * (width - 1))[:, None])
-    lengths = tf.zeros_like(status)
-    log_probs = tf.where(tf.equal(status, PLACEHOLDER), FORBIDDEN_LOG_PROB, 0.0)
-    return BeamState(lengths + START_ID, log_probs, lengths, status, states), context
+    # Shapes are broadcast from the input, not built from tf.shape (see
+    # `repeat_rows`).
+    ones = tf.ones_like(tf.cast(source_ids[:, :1], tf.int32))
+    first_rows = (tf.cumsum(ones, axis=0) - 1) * tf.fill([width], width)
+    tokens = tf.where(empty_sources[:, None], PAD_ID, first_rows * 0 + START_ID)
+    log_probs = tf.cast(ones, tf.float32) * tf.constant(
+        [0.0] + [FORBIDDEN_LOG_PROB] * (width - 1)
+    )
+    return (
+        BeamState(
+            tf.reshape(tokens, [-1]),
+            tf.reshape(log_probs, [-1, 1]),
+            tf.reshape(first_rows * 0, [-1, 1]),
+            first_rows,
+            states,
+        ),
+        context,
+    )
 
 
 def beam_step(
@@ -216,9 +195,8 @@ def beam_step(
     padding at no cost; each candidate is ranked by log p / lp(L), lp the
     GNMT length penalty with α = `alpha` and L its length, and top-k keeps
     the B best (the first of equal scores first). Candidates that no
-    decoder produces become placeholders (module doc). The decoder states,
-    and α with `with_alignment`, are reordered with their hypotheses by one
-    gather.
+    decoder produces become placeholders (module doc). The decoder states
+    are reordered with their hypotheses, one gather each.
 
     Args:
         model: A `DecodableModel`.
@@ -230,62 +208,46 @@ def beam_step(
     Returns:
         A `BeamStep`.
     """
-    width = state.status.shape[1]
+    width = state.first_rows.shape[1]
     vocabulary_size = model.target_vocabulary_size
     decoded = model.decode_step(
-        tf.reshape(state.tokens, [-1]), state.decoder_states, context,
-        queries_per_source=width,
+        state.tokens, state.decoder_states, context, queries_per_source=width
     )
-    step_log_probs = tf.reshape(
-        next_token_log_probs(decoded.logits), [-1, width, vocabulary_size]
-    )
-    live = tf.equal(state.status, LIVE)
+    ended = has_ended(state.tokens, vocabulary_size)
     # An ended hypothesis (or a placeholder) has one continuation: padding,
     # at no cost.
     ended_row = tf.constant(
         [0.0 if token == PAD_ID else FORBIDDEN_LOG_PROB for token in range(vocabulary_size)]
     )
-    candidates = state.log_probs + tf.where(live, step_log_probs, ended_row)
+    step_log_probs = tf.where(ended, ended_row, next_token_log_probs(decoded.logits))
+    candidates = state.log_probs + step_log_probs
     ranked = candidates
     # ((5 + L) / 6)^0 is exactly 1: with α = 0 the division changes nothing,
     # and nothing reads the lengths.
     if alpha:
-        candidate_lengths = state.lengths + tf.cast(live, tf.int32)
+        candidate_lengths = state.lengths + tf.cast(tf.logical_not(ended), tf.int32)
         ranked = candidates / length_penalty_factor(candidate_lengths, alpha)
     best_ranked, best = tf.math.top_k(
         tf.reshape(ranked, [-1, width * vocabulary_size]), k=width
     )
+    parents = best // vocabulary_size
+    rows = tf.reshape(parents + state.first_rows, [-1])
+    tokens = tf.reshape(best % vocabulary_size, [-1])
     if alpha:
         # (batch, B·V, 1): gathered by (batch, B) indices, these give (batch, B, 1).
         flat = tf.reshape(candidates, [-1, width * vocabulary_size, 1])
-        best_log_probs = tf.gather(flat, best, batch_dims=1)
+        log_probs = tf.reshape(tf.gather(flat, best, batch_dims=1), [-1, 1])
+        lengths = tf.where(is_placeholder(log_probs), 0, tf.gather(candidate_lengths, rows))
     else:
         # Ranked by the log-probabilities themselves: top-k's values are theirs.
-        best_log_probs = tf.reshape(best_ranked, [-1, width, 1])
-    parents = best // vocabulary_size
-    outcomes = tf.reshape(
-        tf.gather(candidate_outcomes(vocabulary_size), state.status),
-        [-1, width * vocabulary_size, 1],
-    )
-    outcome = tf.gather(outcomes, best, batch_dims=1)
-    tokens, status = outcome % vocabulary_size, outcome // vocabulary_size
-    placeholder = tf.equal(status, PLACEHOLDER)
-    log_probs = tf.where(placeholder, FORBIDDEN_LOG_PROB, best_log_probs)
-    lengths = state.lengths
-    if alpha:
-        lengths = tf.where(
-            placeholder, 0, tf.gather(candidate_lengths, parents, batch_dims=1)
-        )
-    carried = list(decoded.states)
-    if with_alignment:
-        carried.append(decoded.alignment)
-    reordered = reorder_rows(carried, parents)
-    alignment = None
-    if with_alignment:
-        *reordered, alignment = reordered
-        alignment = tf.reshape(alignment, [-1, width, *trailing_shape(alignment)])
+        log_probs = tf.reshape(best_ranked, [-1, 1])
+        lengths = state.lengths
+    decoder_states = [tf.gather(decoder_state, rows) for decoder_state in decoded.states]
     return BeamStep(
-        BeamState(tokens, log_probs, lengths, status, reordered), parents, alignment
+        BeamState(tokens, log_probs, lengths, state.first_rows, decoder_states),
+        parents,
+        rows,
+        decoded.alignment if with_alignment else None,
     )
 
 
@@ -322,20 +284,20 @@ def rank_beam(
         `(batch, B)`, `(batch, B)` and `(batch, B, T, S)` or None; still in
         decoding order (a right-to-left model's answers reversed).
     """
-    width = state.status.shape[1]
-    placeholder = tf.equal(state.status, PLACEHOLDER)
-    sequences = tf.where(placeholder, PAD_ID, sequences)
-    scores = state.log_probs
-    if alpha:
-        scores = scores / length_penalty_factor(state.lengths, alpha)
+    width = state.first_rows.shape[1]
     log_probs = tf.reshape(state.log_probs, [-1, width])
-    scores = tf.reshape(scores, [-1, width])
+    placeholder = is_placeholder(log_probs)
+    sequences = tf.where(placeholder[..., None], PAD_ID, sequences)
+    scores = log_probs
+    if alpha:
+        scores = scores / tf.reshape(length_penalty_factor(state.lengths, alpha), [-1, width])
     # A rescore written before `unrolled` existed is still called as it was.
     if unrolled:
         rescored = model.rescore(source_ids, sequences, scores, unrolled=True)
     else:
         rescored = model.rescore(source_ids, sequences, scores)
-    scores = tf.where(tf.reshape(placeholder, [-1, width]), FORBIDDEN_LOG_PROB, rescored)
+    scores = tf.where(placeholder, FORBIDDEN_LOG_PROB, rescored)
+    log_probs = tf.where(placeholder, FORBIDDEN_LOG_PROB, log_probs)
     if alignments is not None:
         alignments = tf.where(tf.equal(sequences, PAD_ID)[..., None], 0.0, alignments)
     # top_k over all B is a stable sort: equal scores keep their order.

@@ -61,7 +61,7 @@ import numpy as np
 import tensorflow as tf
 
 from kerasrnn.allowed import MAX_DECODE_LENGTH, MAX_LENGTH_PENALTY
-from kerasrnn.seq2seq.beam import LIVE, BeamState, beam_step, initial_beam, rank_beam
+from kerasrnn.seq2seq.beam import BeamState, any_live, beam_step, initial_beam, rank_beam
 from kerasrnn.seq2seq.loss import next_token_log_probs
 from kerasrnn.seq2seq.protocol import DecodableModel
 from kerasrnn.seq2seq.renamed import renamed_keyword, required
@@ -519,10 +519,11 @@ def compiled_beam_search(
     if return_alignments:
         # Reordering every hypothesis's whole α history at every step would
         # move (batch, B, max_length, S) floats per step. Instead step t's α
-        # is written once, by beam, into `history` (max_length, batch, B, S),
-        # and `slots` (batch, B, max_length) — reordered like the sequences,
-        # a few ints — records in which beam of step t each hypothesis's
-        # ancestor was; one gather after the loop reads the histories.
+        # is written once, by the beam that computed it, into `history`
+        # (max_length, batch, B, S), and `slots` (batch, B, max_length) —
+        # reordered like the sequences, a few ints — records that beam, each
+        # hypothesis's ancestor before step t; one gather after the loop
+        # reads the histories.
         alignments["slots"] = tf.zeros([batch, width, max_length], tf.int32)
         alignments["history"] = tf.zeros(
             [max_length, batch, width, tf.shape(source_ids)[1]], tf.float32
@@ -539,22 +540,24 @@ def compiled_beam_search(
         def reorder(tensor: TensorLike) -> TensorLike:
             return tf.gather(tensor, stepped.parents, batch_dims=1)
 
-        sequences = append_token(reorder(sequences), t, stepped.state.tokens[..., 0])
+        sequences = append_token(
+            reorder(sequences), t, tf.reshape(stepped.state.tokens, [batch, width])
+        )
         if stepped.alignment is not None:
+            # Step t's α, by the beam that computed it: each hypothesis's
+            # parent, which `slots` records.
             alignments = {
                 "history": tf.tensor_scatter_nd_update(
-                    alignments["history"], [[t]], stepped.alignment[None]
+                    alignments["history"], [[t]],
+                    tf.reshape(stepped.alignment, [1, batch, width, -1]),
                 ),
-                "slots": append_token(
-                    reorder(alignments["slots"]), t,
-                    tf.broadcast_to(tf.range(width), [batch, width]),
-                ),
+                "slots": append_token(reorder(alignments["slots"]), t, stepped.parents),
             }
         return t + 1, stepped.state, sequences, alignments
 
     _, state, sequences, alignments = tf.while_loop(
         lambda t, state, *_: (t < max_length)
-        & tf.reduce_any(tf.equal(state.status, LIVE)),
+        & any_live(state, model.target_vocabulary_size),
         keep_shapes(step),
         (tf.constant(0), state, sequences, alignments),
     )
