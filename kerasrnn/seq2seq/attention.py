@@ -260,6 +260,20 @@ class LuongAttention(keras.layers.Layer):
         """ã = tanh(W_c [s; a]): `(..., n)`, `(..., m)` -> `(..., n)`."""
         return self.attentional_projection(ops.concatenate([query, context], axis=-1))
 
+    def projected_memory(self, memory: TensorLike) -> TensorLike:
+        """h_j W_a for every j, W_a the rows of W_c that multiply a:
+        `(batch, S, m)` -> `(batch, S, n)`."""
+        kernel = self.attentional_projection.kernel[self.units :]
+        return ops.matmul(memory, ops.cast(kernel, memory.dtype))
+
+    def attentional_from_projected(self, query: TensorLike, projected: TensorLike) -> TensorLike:
+        """ã = tanh(s W_s + a W_a) from `projected` = a W_a = Σ_j α_j (h_j W_a)
+        (`projected_memory` weighed by α): `(..., n)`, `(..., n)` -> `(..., n)`.
+        The same ã as `attentional`, while a step reads the n × n W_s
+        instead of the (n + m) × n W_c."""
+        kernel = self.attentional_projection.kernel[: self.units]
+        return ops.tanh(ops.matmul(query, ops.cast(kernel, query.dtype)) + projected)
+
     def closed_form_params(self) -> tuple[str, list[tuple[str, int]], str]:
         """`(description, [(label, count)], formula)` for `explain_params`."""
         m = int(self.memory_projection.kernel.shape[0])

@@ -11,6 +11,9 @@ attention, as the `Seq2Seq` module doc writes it):
 - Bahdanau:  α_t, a_t from d_{t-1}, then s_t, d_t = f(d_{t-1}, [x_t; a_t]);
 - Luong:     s_t, d_t = f(d_{t-1}, [x_t; ã_{t-1}]) (ã_{t-1} with input
              feeding only), then α_t, a_t from s_t and ã_t = tanh(W_c [s_t; a_t]).
+             A decoder step computes W_c [s_t; a_t] as W_s s_t + Σ_j α_tj
+             (W_a h_j), W_c = [W_s W_a], with W_a h_j projected once per
+             source: it reads W_s (n × n) instead of W_c (n × (n + m)).
 
 x_t is what the decoder reads without attention ([E y_{t-1}] and c for the
 every-step context); the step's output (s_t, or ã_t for Luong) goes to the
@@ -264,6 +267,12 @@ class LuongDecoderAttention(MemoryAttention):
     def initial_states(self, batch: tf.Tensor, dtype: str) -> list[tf.Tensor]:
         return [ops.zeros((batch, self.layer.units), dtype)] if self.input_feeding else []
 
+    def memory(self, top_output: tf.Tensor, mask: tf.Tensor) -> Context:
+        context = super().memory(top_output, mask)
+        if self.layer.attentional_projection.quantization_mode is None:
+            context["projected_memory"] = self.layer.projected_memory(top_output)
+        return context
+
     def step(
         self,
         cell: keras.layers.Layer,
@@ -277,8 +286,15 @@ class LuongDecoderAttention(MemoryAttention):
         if self.input_feeding:
             pieces = [*pieces, cell_states.pop()]
         output, new_states = run_cell(cell, pieces, cell_states, training)
-        attended, alignment = self.attend(output, context, queries_per_source)
-        output = self.layer.attentional(output, attended)
+        if "projected_memory" in context:
+            # a_t W_a = Σ_j α_tj (h_j W_a): the step reads W_s, not all of W_c.
+            projected, alignment = self.attend(
+                output, {**context, "memory": context["projected_memory"]}, queries_per_source
+            )
+            output = self.layer.attentional_from_projected(output, projected)
+        else:
+            attended, alignment = self.attend(output, context, queries_per_source)
+            output = self.layer.attentional(output, attended)
         if self.input_feeding:
             new_states.append(output)
         return output, new_states, alignment

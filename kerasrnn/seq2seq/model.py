@@ -340,7 +340,9 @@ class Seq2Seq(keras.Model):
             `(batch, …)` tensors every decoder step reads: `"context"` c
             `(batch, context_size)` when the context is fed at every step,
             and with attention `"memory"` H `(batch, S, context_size)`, its
-            projection `"keys"` and `"mask"` `(batch, S)` bool.
+            projection `"keys"` and `"mask"` `(batch, S)` bool; for Luong
+            attention also `"projected_memory"`, h_j W_a `(batch, S, n)`,
+            from which a step computes W_c's product with a_t.
         """
         source_ids = ops.cast(source_ids, "int32")
         mask = ops.not_equal(source_ids, PAD_ID)

@@ -90,6 +90,24 @@ def test_score_layers_match_numpy(kind):
         np.testing.assert_allclose(again[row], context[row], rtol=1e-6)
 
 
+def test_luong_attentional_vector_from_the_projected_memory_matches_numpy():
+    # A decoder step computes ã = tanh(W_c [s; a]), a = Σ_j α_j h_j, as
+    # s W_s + Σ_j α_j (h_j W_a), with h_j W_a projected once per source.
+    rng = np.random.default_rng(3)
+    layer = LuongAttention(4)
+    layer.build_for(4, 6)
+    memory = rng.normal(size=(2, 5, 6)).astype("float32")
+    alpha = rng.dirichlet(np.ones(5), size=2).astype("float32")
+    query = rng.normal(size=(2, 4)).astype("float32")
+    kernel = np.asarray(layer.attentional_projection.kernel)
+    attended = np.einsum("bs,bsm->bm", alpha, memory)
+    expected = np.tanh(np.concatenate([query, attended], axis=-1) @ kernel)
+    projected = np.einsum("bs,bsn->bn", alpha, np.asarray(layer.projected_memory(memory)))
+    np.testing.assert_allclose(
+        layer.attentional_from_projected(query, projected), expected, rtol=1e-5, atol=1e-6
+    )
+
+
 @pytest.mark.parametrize("kind", ["bahdanau", "luong"])
 def test_several_queries_per_example_match_numpy(kind):
     """`(batch, T, q)` queries (beam search's hypotheses, Luong's teacher
