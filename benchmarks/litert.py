@@ -38,6 +38,7 @@ tables alone.
 
 import argparse
 import contextlib
+import dataclasses
 import importlib.util
 import io
 import itertools
@@ -59,6 +60,9 @@ BATCHES = (1, 32, 256)
 
 #: Consecutive calls each contender makes before the next takes its turn.
 BURST = 10
+
+#: The units of the small twin of the default g2p model in `time_share_rows`.
+DISPATCH_UNITS = 8
 
 CLIENT = pathlib.Path(__file__).resolve().parents[1] / "examples" / "g2p_litert.py"
 
@@ -281,6 +285,69 @@ GOALS = (
 G2P_EN = "g2p-en 2.1.0 G2p.predict"
 
 
+def time_share_rows(quick, repeats):
+    """Where a call's time goes: the default g2p architecture (untrained)
+    against the same graph at 8 units (`DISPATCH_UNITS`), both exported as
+    one signature of 8 letters and 12 phonemes. The two files hold the same
+    operators, so the small one's time is about what running those operators
+    costs the interpreter, and the rest of the default file's time is its
+    arithmetic. Ids in, ids out, the two interleaved in one process."""
+    from ai_edge_litert.interpreter import Interpreter
+
+    from kerasrnn import seq2seq
+    from kerasrnn_pipelines import encoder_decoder
+    from kerasrnn_pipelines.tasks import g2p
+    from kerasrnn_pipelines.tasks.options.g2p_config import G2PConfig
+
+    base = G2PConfig(**(G2PConfig.QUICK if quick else {}))
+    splits = g2p.load_words(stress=base.stress, limit=base.limit, seed=base.seed)
+    letters, phonemes = g2p.make_vocabularies(splits["train"])
+    sizes = {
+        f"{base.units} units (the default)": base,
+        f"{DISPATCH_UNITS} units": dataclasses.replace(
+            base, units=DISPATCH_UNITS, embedding=DISPATCH_UNITS
+        ),
+    }
+    runners, operators = {}, {}
+    with tempfile.TemporaryDirectory() as directory:
+        for label, config in sizes.items():
+            path = pathlib.Path(directory) / label.split()[0]
+            path.mkdir()
+            keras.utils.set_random_seed(0)
+            model = encoder_decoder.build_model(config, letters, phonemes)
+            seq2seq.export_litert(
+                model, path / "model.tflite", letters, phonemes,
+                beam_width=config.beam_width, max_source_length=8, max_target_length=12,
+            )
+            counted = kerasrnn.count_litert_operators(path / "model.tflite")["serving_default"]
+            operators[label] = sum(counted.values())
+            content = (path / "model.tflite").read_bytes()
+            interpreter = Interpreter(model_content=content, num_threads=1)
+            runners[label] = interpreter.get_signature_runner("serving_default")
+    rows = []
+    rng = np.random.default_rng(0)
+    for batch in (1, 256):
+        ids = np.zeros((batch, 8), np.int32)
+        ids[:, :6] = rng.integers(4, len(letters.id_to_token()), (batch, 6))
+        contenders = {
+            label: lambda runner=runner, ids=ids: runner(source_ids=ids)
+            for label, runner in runners.items()
+        }
+        medians = interleaved_medians(contenders, repeats)
+        default = next(iter(medians.values()))
+        for label, median in medians.items():
+            rows.append(
+                {
+                    "model": label,
+                    "operators": operators[label],
+                    "batch": batch,
+                    "us_per_call": 1e6 * median,
+                    "share_of_the_default": median / default,
+                }
+            )
+    return rows
+
+
 def goal_rows(rows):
     """The serving goals against this run's rows: one row per goal whose
     contenders were measured, its measure, the goal and their ratio."""
@@ -428,8 +495,7 @@ def print_tables(run, quick, repeats):
     """Measure and print the G2P and cell tables."""
     rows, operators, notes = g2p_rows(run, quick=quick, calls=5 if quick else 200)
     print_table(
-        "LiteRT: G2P files, interpreter operators per signature (at batch 1 the time per call "
-        "is about their number times a fixed cost)",
+        "LiteRT: G2P files, interpreter operators per signature",
         operators,
         ["model", "file", "signature", "operators", "most_frequent"],
     )
@@ -450,6 +516,13 @@ def print_tables(run, quick, repeats):
     )
     for note in notes:
         print(note)
+    print_table(
+        "LiteRT: where a call's time goes, the default g2p model against the same operators "
+        f"at {DISPATCH_UNITS} units (ids in and out, one signature of 8 letters; the small "
+        "file's share is about the cost of running the operators, the rest is arithmetic)",
+        time_share_rows(quick, 20 if quick else 200),
+        ["model", "operators", "batch", "us_per_call", "share_of_the_default"],
+    )
     print_table(
         "LiteRT: the serving goals, from the rows above (vs g2p-en: its ms per word over the "
         "file's; the goal is met where measured_over_wanted >= 1)",

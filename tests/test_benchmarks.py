@@ -100,6 +100,19 @@ def test_quick_benchmark_prints_every_table():
             words_per_s = float(row.group(1).split(" | ")[0].replace(",", ""))
             assert words_per_s > 0
     assert "g2p-en 2.1.0 G2p.predict" in out or "g2p-en row left out" in out
+    # The default model beside its 8-unit twin: the same operators, and
+    # each time printed as a share of the default's.
+    for batch in (1, 256):
+        twins = re.findall(
+            rf"^\| (\d+) units[^|]* \| (\d+) \| {batch} \| ([\d.,]+) \| ([\d.]+) \|$",
+            out,
+            re.MULTILINE,
+        )
+        assert [units for units, *_ in twins] == ["128", "8"], out[-3000:]
+        (_, default_operators, default_us, default_share), (_, operators, us, share) = twins
+        assert operators == default_operators and float(default_share) == 1.0
+        default_us, us = (float(value.replace(",", "")) for value in (default_us, us))
+        assert float(share) == pytest.approx(us / default_us, abs=0.006)
     # The goals table reads the rows: with g2p-en, the batch-1 ratio is its
     # ms per word over the file's.
     assert "LiteRT: the serving goals" in out
