@@ -2,7 +2,8 @@
 
 The exporters finish some of what LiteRT's converter writes (the states of
 its sequence operators, `kerasrnn.export.variable_tensors`; the sequence
-operators themselves, `kerasrnn.export.fused_rnn`) by editing the parsed
+operators themselves, `kerasrnn.export.fused_rnn`; a lookup and its
+projection, `kerasrnn.export.projected_lookup`) by editing the parsed
 model (`schema_py_generated.ModelT`) and serializing it again:
 
 - `builtin(model, operator)`: the kind of an operator;
@@ -59,19 +60,24 @@ def operator_index(model: Any, kind: int, version: int = 1) -> int:
     return len(model.operatorCodes) - 1
 
 
-def add_constant(model: Any, subgraph: Any, value: np.ndarray, name: str) -> int:
+def add_constant(
+    model: Any, subgraph: Any, value: np.ndarray, name: str, buffer: int | None = None
+) -> int:
     """Add a constant tensor holding `value` (int32 or float32) to
-    `subgraph`; its index."""
-    buffer = schema.BufferT()
-    buffer.data = np.frombuffer(value.tobytes(), np.uint8)
-    model.buffers.append(buffer)
+    `subgraph`; its index. With `buffer`, the tensor reads that existing
+    buffer (which must hold `value`) instead of a new one."""
+    if buffer is None:
+        data = schema.BufferT()
+        data.data = np.frombuffer(value.tobytes(), np.uint8)
+        model.buffers.append(data)
+        buffer = len(model.buffers) - 1
     tensor = schema.TensorT()
     tensor.shape = np.array(value.shape, np.int32)
     tensor.type = {
         np.dtype("int32"): schema.TensorType.INT32,
         np.dtype("float32"): schema.TensorType.FLOAT32,
     }[value.dtype]
-    tensor.buffer = len(model.buffers) - 1
+    tensor.buffer = buffer
     tensor.name = name.encode()
     subgraph.tensors.append(tensor)
     return len(subgraph.tensors) - 1
