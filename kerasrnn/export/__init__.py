@@ -6,6 +6,8 @@
 - `flatbuffer_edits`: the edits of a converted LiteRT file the others make;
 - `variable_tensors`: the states of LiteRT's stateful operators zeroed at
   the start of every call;
+- `projected_lookup`: an embedding lookup and its projection as one lookup
+  of the projected table;
 - `rnn_loop`: Keras's recurrent layers stepped through loops LiteRT runs;
 - `paired_lstm`: a Bidirectional LSTM's two directions stepped together;
 - `fused_lstm`: LSTM layers as LiteRT's fused LSTM sequence operator;
