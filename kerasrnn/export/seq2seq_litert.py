@@ -58,12 +58,14 @@ The contract, for a client in any language:
   joined by a space). These are the steps `export_serving`'s SavedModel
   takes inside its graph, so both give the same answers.
 
-Why the graph has this shape: LiteRT runs a fixed-shape graph fastest when
-no loop is left in it. The encoder's recurrences step their cells through
-an unrolled loop of `max_source_length` steps (`kerasrnn.export.rnn_loop`'s, which
-also masks the backward direction right) and the beam search is a Python
-loop of `max_target_length` steps, so the file holds no `WHILE` loop and
-no tensor list. An unrolled loop cannot stop early: every call runs all
+Why the graph has this shape: the encoder's recurrences step their cells
+through an unrolled loop of `max_source_length` steps
+(`kerasrnn.export.rnn_loop`'s, which also masks the backward direction
+right) and the beam search is a Python loop of `max_target_length` steps,
+so the file holds no `WHILE` loop and no tensor list. Measured against the
+same graphs with `WHILE` loops, the unrolled file is faster in large
+batches and slower at batch 1 (Deploying's Speed section gives the
+figures). An unrolled loop cannot stop early: every call runs all
 `max_target_length` steps (an ended hypothesis only appends padding, so the
 answer is the one `beam_search_decode` stops at). Every reshape keeps the
 batch as −1, so resizing the input resizes the whole graph.
