@@ -21,6 +21,12 @@ changes it.
 - `replaced_inner_loops` swaps `keras.layers.RNN.inner_loop`, the method
   `RNN.call` steps its cell through time with, for a stand-in on given
   layers, and gives the layers their own back.
+- `unshared_config` drops `shared_object_id`, the mark of Keras's saving
+  format by which loading reuses one object wherever the mark recurs.
+  While a model is saved or loaded, Keras marks every object it serializes
+  twice, telling them apart by `id()`: two short-lived objects that happen
+  to share an address get the same mark, and a cell config carrying one
+  would make separate cells one object.
 """
 
 import contextlib
@@ -36,7 +42,25 @@ __all__ = [
     "call_has_training_arg",
     "replaced_inner_loops",
     "sublayers",
+    "unshared_config",
 ]
+
+#: The key of Keras's saving format that marks a shared object.
+SHARED_OBJECT_KEY = "shared_object_id"
+
+
+def unshared_config(config: Any) -> Any:
+    """A copy of the serialized `config` (dicts, lists, plain values)
+    without any `shared_object_id` mark, at any depth."""
+    if isinstance(config, dict):
+        return {
+            key: unshared_config(value)
+            for key, value in config.items()
+            if key != SHARED_OBJECT_KEY
+        }
+    if isinstance(config, list):
+        return [unshared_config(value) for value in config]
+    return config
 
 
 def sublayers(layer: keras.layers.Layer) -> list[keras.layers.Layer]:

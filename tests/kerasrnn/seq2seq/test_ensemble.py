@@ -303,3 +303,40 @@ def test_models_and_ensembles_are_decodable_models_that_say_what_they_carry():
     sequences = np.array([[[4, 2, 0], [5, 2, 0]]] * 3, np.int32)
     for model in (*members, ensemble):
         np.testing.assert_array_equal(model.rescore(SOURCE, sequences, scores), scores)
+
+
+def test_members_cells_stay_their_own_when_their_configs_carry_one_sharing_mark(tmp_path):
+    """Keras marks objects it serializes while saving or loading by their
+    `id()`, and loading reuses one object for a recurring mark: a file whose
+    members' cells carry the same mark (as two short-lived cells at one
+    address would) still loads each member with its own cell."""
+    import json
+    import zipfile
+
+    ensemble = seq2seq.Seq2SeqEnsemble(make_members())
+    expected = ensemble(INPUTS)
+    saved, marked = tmp_path / "ensemble.keras", tmp_path / "marked.keras"
+    ensemble.save(saved)
+
+    def mark_cells(config):
+        if isinstance(config, dict):
+            if isinstance(config.get("cell"), dict):
+                config["cell"]["shared_object_id"] = 7
+            for value in config.values():
+                mark_cells(value)
+        elif isinstance(config, list):
+            for value in config:
+                mark_cells(value)
+
+    with zipfile.ZipFile(saved) as source, zipfile.ZipFile(marked, "w") as target:
+        for item in source.infolist():
+            content = source.read(item.filename)
+            if item.filename == "config.json":
+                config = json.loads(content)
+                mark_cells(config)
+                assert json.dumps(config).count('"shared_object_id": 7') == 2
+                content = json.dumps(config).encode()
+            target.writestr(item, content)
+    restored = keras.models.load_model(marked)
+    assert [type(m.decoder.cell).__name__ for m in restored.members] == ["LSTMCell", "GRUCell"]
+    np.testing.assert_allclose(restored(INPUTS), expected, rtol=1e-6, atol=1e-6)
