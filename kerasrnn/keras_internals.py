@@ -21,12 +21,15 @@ changes it.
 - `replaced_inner_loops` swaps `keras.layers.RNN.inner_loop`, the method
   `RNN.call` steps its cell through time with, for a stand-in on given
   layers, and gives the layers their own back.
-- `unshared_config` drops `shared_object_id`, the mark of Keras's saving
-  format by which loading reuses one object wherever the mark recurs.
-  While a model is saved or loaded, Keras marks every object it serializes
-  twice, telling them apart by `id()`: two short-lived objects that happen
-  to share an address get the same mark, and a cell config carrying one
-  would make separate cells one object.
+- `outside_object_sharing` switches off, for a block, the object sharing
+  by which Keras's saving format reuses one object wherever a config
+  carries the same `shared_object_id`. While a model is loaded, Keras
+  marks every object it serializes twice and tells objects apart by
+  `id()`; a layer built from its config that serializes and deserializes
+  short-lived objects (a `Bidirectional` copies its layer so, `Seq2Seq`
+  copies its cell) can meet an address an earlier object had, and get that
+  object back instead of a copy. The switch is the two maps of
+  `keras.src.backend.common.global_state` that `ObjectSharingScope` sets.
 """
 
 import contextlib
@@ -34,6 +37,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import keras
+from keras.src.backend.common import global_state
 from keras.src.layers.rnn.dropout_rnn_cell import DropoutRNNCell
 
 __all__ = [
@@ -41,26 +45,26 @@ __all__ = [
     "additional_loss",
     "call_has_training_arg",
     "replaced_inner_loops",
+    "outside_object_sharing",
     "sublayers",
-    "unshared_config",
 ]
 
-#: The key of Keras's saving format that marks a shared object.
-SHARED_OBJECT_KEY = "shared_object_id"
+#: The global attributes by which Keras's saving shares objects.
+OBJECT_SHARING_MAPS = ("shared_objects/id_to_obj_map", "shared_objects/id_to_config_map")
 
 
-def unshared_config(config: Any) -> Any:
-    """A copy of the serialized `config` (dicts, lists, plain values)
-    without any `shared_object_id` mark, at any depth."""
-    if isinstance(config, dict):
-        return {
-            key: unshared_config(value)
-            for key, value in config.items()
-            if key != SHARED_OBJECT_KEY
-        }
-    if isinstance(config, list):
-        return [unshared_config(value) for value in config]
-    return config
+@contextlib.contextmanager
+def outside_object_sharing() -> Iterator[None]:
+    """Keras's object sharing off inside the block (nothing is marked or
+    reused by `id()`), as it was after."""
+    saved = [global_state.get_global_attribute(name) for name in OBJECT_SHARING_MAPS]
+    for name in OBJECT_SHARING_MAPS:
+        global_state.set_global_attribute(name, None)
+    try:
+        yield
+    finally:
+        for name, value in zip(OBJECT_SHARING_MAPS, saved):
+            global_state.set_global_attribute(name, value)
 
 
 def sublayers(layer: keras.layers.Layer) -> list[keras.layers.Layer]:

@@ -74,7 +74,7 @@ import tensorflow as tf
 from keras import ops
 
 from kerasrnn.allowed import CONTEXTS
-from kerasrnn.keras_internals import unshared_config
+from kerasrnn.keras_internals import outside_object_sharing
 from kerasrnn.seq2seq.decoder_attention import decoder_attention
 from kerasrnn.seq2seq.dropout_masks import sequence_dropout_masks
 from kerasrnn.seq2seq.loss import next_token_log_probs
@@ -181,7 +181,7 @@ class Seq2Seq(keras.Model):
         bidirectional = check_bool("bidirectional", bidirectional)
         seed = check_seed("seed", seed)
         if isinstance(cell, dict):
-            cell = keras.saving.deserialize_keras_object(unshared_config(cell))
+            cell = keras.saving.deserialize_keras_object(cell)
         if not isinstance(cell, keras.layers.Layer) or not hasattr(
             cell, "state_size"
         ):
@@ -210,11 +210,8 @@ class Seq2Seq(keras.Model):
         self.source_vocabulary_size = source_vocabulary_size
         self.target_vocabulary_size = target_vocabulary_size
         # Kept as JSON text: Keras wraps dict attributes in tracking
-        # structures that cannot be deep-copied into fresh cells. Without
-        # sharing marks: every copy must be a cell of its own.
-        self.cell_json = json.dumps(
-            unshared_config(keras.saving.serialize_keras_object(cell))
-        )
+        # structures that cannot be deep-copied into fresh cells.
+        self.cell_json = json.dumps(keras.saving.serialize_keras_object(cell))
         self.embedding_dim = embedding_dim
         self.encoder_layers = encoder_layers
         self.bidirectional = bidirectional
@@ -750,5 +747,12 @@ class Seq2Seq(keras.Model):
 
     @classmethod
     def from_config(cls, config: Config) -> Seq2Seq:
-        """The model `get_config` describes (its weights not included)."""
-        return cls(**config)
+        """The model `get_config` describes (its weights not included).
+
+        Built outside Keras's object sharing: while a file loads, Keras
+        tells the objects it serializes apart by `id()`, and the copies the
+        model makes (its cells, `Bidirectional`'s backward layer) could
+        otherwise come back as an earlier object that had the same address.
+        """
+        with outside_object_sharing():
+            return cls(**config)

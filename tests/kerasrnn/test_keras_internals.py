@@ -175,27 +175,27 @@ def test_additional_loss_sums_a_layer_loss_as_compute_loss_does():
     )
 
 
-def test_saving_marks_objects_by_id_and_unshared_config_drops_the_marks():
-    """While Keras saves or loads, `serialize_keras_object` marks an object
-    it sees twice with `shared_object_id`, telling objects apart by `id()`;
-    `unshared_config` takes the marks off at any depth."""
+def test_saving_marks_objects_by_id_and_outside_object_sharing_switches_it_off():
+    """While Keras saves or loads (`ObjectSharingScope`), serializing an
+    object twice marks it `shared_object_id`, by `id()`; inside
+    `outside_object_sharing` nothing is marked, and after it the scope
+    marks again."""
     import keras
     from keras.src.saving.serialization_lib import ObjectSharingScope
 
-    from kerasrnn.keras_internals import SHARED_OBJECT_KEY, unshared_config
+    from kerasrnn.keras_internals import outside_object_sharing
 
     cell = keras.layers.LSTMCell(3)
     with ObjectSharingScope():
         keras.saving.serialize_keras_object(cell)
+        marked = keras.saving.serialize_keras_object(cell)
+        with outside_object_sharing():
+            keras.saving.serialize_keras_object(cell)
+            unmarked = keras.saving.serialize_keras_object(cell)
         again = keras.saving.serialize_keras_object(cell)
-    assert SHARED_OBJECT_KEY in again, (
+    assert "shared_object_id" in marked, (
         f"Keras {keras.__version__} no longer marks a shared object with "
-        f"{SHARED_OBJECT_KEY!r}: check what kerasrnn.keras_internals.unshared_config guards"
+        "'shared_object_id': check what kerasrnn.keras_internals.outside_object_sharing guards"
     )
-    # Outside a saving scope nothing is marked: the config to get back.
-    plain = keras.saving.serialize_keras_object(cell)
-    nested = {"cell": again, "cells": [again, {"config": again}], "units": 3}
-    assert unshared_config(nested) == {
-        "cell": plain, "cells": [plain, {"config": plain}], "units": 3
-    }
-    assert SHARED_OBJECT_KEY in again  # the argument is left as it was
+    assert "shared_object_id" not in str(unmarked)
+    assert again["shared_object_id"] == marked["shared_object_id"]

@@ -340,3 +340,18 @@ def test_members_cells_stay_their_own_when_their_configs_carry_one_sharing_mark(
     restored = keras.models.load_model(marked)
     assert [type(m.decoder.cell).__name__ for m in restored.members] == ["LSTMCell", "GRUCell"]
     np.testing.assert_allclose(restored(INPUTS), expected, rtol=1e-6, atol=1e-6)
+
+
+def test_a_model_built_from_its_config_while_keras_loads_shares_no_object():
+    """Inside Keras's loading scope, building a model from its config must
+    not enter its short-lived copies (cells, Bidirectional's backward layer)
+    in the maps by which Keras reuses objects of the same `id()`."""
+    from keras.src.backend.common import global_state
+    from keras.src.saving.serialization_lib import ObjectSharingScope
+
+    config = make_members()[0].get_config()
+    with ObjectSharingScope():
+        rebuilt = seq2seq.Seq2Seq.from_config(config)
+        recorded = global_state.get_global_attribute("shared_objects/id_to_config_map")
+        assert recorded == {}
+    assert rebuilt.get_config() == config
