@@ -10,8 +10,9 @@ and `float16` weights, one signature only (no buckets), greedy (beam 1).
 Every contender answers the same words end to end, text in and text out,
 one call per batch: the LiteRT files through the example client's
 `pronounce` (`examples/g2p_litert.py`: NumPy and `ai_edge_litert`; words
-grouped by bucket, one interpreter call per bucket), with 1 or 2
-interpreter threads and with or without the XNNPACK delegate; the
+grouped by bucket, one call per bucket), through the client's
+`Signatures` (LiteRT's `CompiledModel` with XNNPACK's weight cache) on 1
+or 2 threads, and through the `Interpreter` with or without XNNPACK; the
 SavedModel through `serving_default`; g2p-en 2.1.0's neural model
 (`G2p.predict`, one word at a time: it has no batch), when installed. They
 run in one process and take turns, ten calls each (`BURST`), so that they
@@ -51,6 +52,7 @@ import types
 import keras
 import numpy as np
 import tensorflow as tf
+from ai_edge_litert.interpreter import Interpreter, OpResolverType
 
 import kerasrnn
 from benchmarks.tables import print_table
@@ -161,28 +163,43 @@ def export_variants(directory, model, letters, phonemes, config, train_words, qu
     return exported
 
 
+class InterpreterSignatures:
+    """The example client's `Signatures` (`target_ids(signature, ids)`)
+    through `ai_edge_litert`'s `Interpreter`, which gives XNNPACK no weight
+    cache: each operator packs its own copy of its weights."""
+
+    def __init__(self, path, **options):
+        self.interpreter = Interpreter(str(path), **options)
+
+    def target_ids(self, signature, ids):
+        runner = self.interpreter.get_signature_runner(signature)
+        return runner(source_ids=ids)["target_ids"]
+
+
 def litert_contenders(exported, client, quick):
     """`({name: pronounce(words)}, {name: file bytes})` for each LiteRT file
-    and interpreter setting."""
-    from ai_edge_litert.interpreter import Interpreter, OpResolverType
-
-    settings = {"1 thread": {"num_threads": 1}}
+    and runtime setting: the example client's (`CompiledModel` with
+    XNNPACK's weight cache) on 1 and 2 threads, and the `Interpreter` with
+    and without XNNPACK."""
+    settings = {"1 thread": lambda path: client.Signatures(path, num_threads=1)}
     if not quick:
-        settings["2 threads"] = {"num_threads": 2}
-        settings["1 thread, no XNNPACK"] = {
-            "num_threads": 1,
-            "experimental_op_resolver_type": OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES,
-        }
+        settings["2 threads"] = lambda path: client.Signatures(path, num_threads=2)
+        settings["Interpreter, 1 thread"] = lambda path: InterpreterSignatures(path, num_threads=1)
+        settings["Interpreter, 1 thread, no XNNPACK"] = lambda path: InterpreterSignatures(
+            path,
+            num_threads=1,
+            experimental_op_resolver_type=OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES,
+        )
     contenders, sizes = {}, {}
     for label, directory in exported.items():
         vocabulary = json.loads((directory / "vocabulary.json").read_text())
-        for setting, options in settings.items():
+        for setting, opened in settings.items():
             if label != "float32" and setting != "1 thread":
                 continue
-            interpreter = Interpreter(str(directory / "model.tflite"), **options)
+            signatures = opened(directory / "model.tflite")
             name = f"LiteRT {label}, {setting}"
-            contenders[name] = lambda words, interpreter=interpreter, vocabulary=vocabulary: (
-                client.pronounce(interpreter, vocabulary, words)
+            contenders[name] = lambda words, signatures=signatures, vocabulary=vocabulary: (
+                client.pronounce(signatures, vocabulary, words)
             )
             sizes[name] = (directory / "model.tflite").stat().st_size
     return contenders, sizes
@@ -298,9 +315,8 @@ def time_share_rows(quick, repeats):
     one signature of 8 letters and 12 phonemes. The two files hold the same
     operators, so the small one's time is about what running those operators
     costs the interpreter, and the rest of the default file's time is its
-    arithmetic. Ids in, ids out, the two interleaved in one process."""
-    from ai_edge_litert.interpreter import Interpreter
-
+    arithmetic. Ids in, ids out, through the example client's `Signatures`,
+    the two interleaved in one process."""
     from kerasrnn import seq2seq
     from kerasrnn_pipelines import encoder_decoder
     from kerasrnn_pipelines.tasks import g2p
@@ -315,7 +331,9 @@ def time_share_rows(quick, repeats):
             base, units=DISPATCH_UNITS, embedding=DISPATCH_UNITS
         ),
     }
+    client = example_client()
     runners, operators = {}, {}
+    rows = []
     with tempfile.TemporaryDirectory() as directory:
         for label, config in sizes.items():
             path = pathlib.Path(directory) / label.split()[0]
@@ -328,30 +346,27 @@ def time_share_rows(quick, repeats):
             )
             counted = kerasrnn.count_litert_operators(path / "model.tflite")["serving_default"]
             operators[label] = sum(counted.values())
-            content = (path / "model.tflite").read_bytes()
-            interpreter = Interpreter(model_content=content, num_threads=1)
-            runners[label] = interpreter.get_signature_runner("serving_default")
-    rows = []
-    rng = np.random.default_rng(0)
-    for batch in (1, 256):
-        ids = np.zeros((batch, 8), np.int32)
-        ids[:, :6] = rng.integers(4, len(letters.id_to_token()), (batch, 6))
-        contenders = {
-            label: lambda runner=runner, ids=ids: runner(source_ids=ids)
-            for label, runner in runners.items()
-        }
-        medians = interleaved_medians(contenders, repeats)
-        default = next(iter(medians.values()))
-        for label, median in medians.items():
-            rows.append(
-                {
-                    "model": label,
-                    "operators": operators[label],
-                    "batch": batch,
-                    "us_per_call": 1e6 * median,
-                    "share_of_the_default": median / default,
-                }
-            )
+            runners[label] = client.Signatures(path / "model.tflite", num_threads=1)
+        rng = np.random.default_rng(0)
+        for batch in (1, 256):
+            ids = np.zeros((batch, 8), np.int32)
+            ids[:, :6] = rng.integers(4, len(letters.id_to_token()), (batch, 6))
+            contenders = {
+                label: lambda runner=runner, ids=ids: runner.target_ids("serving_default", ids)
+                for label, runner in runners.items()
+            }
+            medians = interleaved_medians(contenders, repeats)
+            default = next(iter(medians.values()))
+            for label, median in medians.items():
+                rows.append(
+                    {
+                        "model": label,
+                        "operators": operators[label],
+                        "batch": batch,
+                        "us_per_call": 1e6 * median,
+                        "share_of_the_default": median / default,
+                    }
+                )
     return rows
 
 
@@ -398,8 +413,6 @@ def per_call_seconds(contenders, chunks, calls, burst=BURST):
 def cell_rows(quick, repeats):
     """One row per kerasrnn cell: µs per batch-1 call of its bidirectional
     model through LiteRT (unrolled), `model(x)` and its SavedModel."""
-    from ai_edge_litert.interpreter import Interpreter
-
     cells = {
         "ElmanCell": kerasrnn.ElmanCell,
         "LSTMCell": kerasrnn.LSTMCell,
@@ -459,8 +472,6 @@ def fused_rows(quick, repeats):
     exported with LiteRT's fused sequence operator (`LSTMCell`:
     UNIDIRECTIONAL_SEQUENCE_LSTM, `ElmanCell`: UNIDIRECTIONAL_SEQUENCE_RNN)
     and with the unrolled loop."""
-    from ai_edge_litert.interpreter import Interpreter
-
     features, units = 8, 32
     rows = []
     with tempfile.TemporaryDirectory() as directory:

@@ -6,8 +6,9 @@ prints one line per word: the word, a tab, its ARPAbet phonemes. It reads
 `model.tflite` and `vocabulary.json` from the run directory and needs only
 NumPy and `ai-edge-litert`: no TensorFlow, no kerasrnn. The steps are the
 ones `vocabulary.json` describes (see `kerasrnn.export.seq2seq_litert`): text to
-token ids, the signature of the shortest bucket that holds the word, the
-best hypothesis back to tokens. A word longer than the file's
+token ids, the signature of the shortest bucket that holds the word (run
+through LiteRT's `CompiledModel` with XNNPACK's weight cache: `Signatures`),
+the best hypothesis back to tokens. A word longer than the file's
 `max_source_length` is refused (exit status 1), since the file would read
 only its beginning.
 
@@ -27,7 +28,11 @@ import pathlib
 import sys
 
 import numpy as np
+from ai_edge_litert.compiled_model import CompiledModel
+from ai_edge_litert.cpu_options import CpuOptions
 from ai_edge_litert.interpreter import Interpreter
+from ai_edge_litert.options import Options
+from ai_edge_litert.tensor_buffer import TensorBuffer
 
 PROGRAM = "g2p_litert.py"
 
@@ -51,6 +56,9 @@ REQUIRED_KEYS = (
     "source_text",
     "target_text",
 )
+
+#: XNNPACK's weight cache kept in memory, not in a file.
+IN_MEMORY_WEIGHT_CACHE = ":memory"
 
 #: `source_text["split"]`: how text becomes source tokens.
 SPLITS = ("characters", "whitespace")
@@ -106,10 +114,72 @@ def target_text(target_ids, vocabulary):
     return vocabulary["target_text"]["separator"].join(tokens)
 
 
-def pronounce(interpreter, vocabulary, words):
+class Signatures:
+    """The signatures of a `model.tflite`, run through LiteRT's
+    `CompiledModel` with XNNPACK's weight cache.
+
+    The file unrolls its loops, so each step's operators read the same
+    weight tensors. XNNPACK packs the weights of every operator on its own
+    unless a weight cache is given: then the operators that read one tensor
+    share one packed copy, small enough to stay in the processor's cache
+    from one step to the next, where separate copies are read from memory
+    at each step. The answers are the same; one word runs faster.
+    """
+
+    def __init__(self, path, num_threads=1):
+        options = CpuOptions(
+            num_threads=num_threads, xnnpack_weight_cache_path=IN_MEMORY_WEIGHT_CACHE
+        )
+        self.model = CompiledModel.from_file(str(path), options=Options(cpu_options=options))
+        self.outputs = {
+            key: (signature["outputs"], self.model.get_output_tensor_details(key))
+            for key, signature in self.model.get_signature_list().items()
+        }
+        self.buffers = {}
+
+    def target_ids(self, signature, ids):
+        """The `target_ids` that `signature` answers to `source_ids` `ids`
+        `(batch, max_source_length)` int32: `(batch, max_target_length)`."""
+        index = self.model.get_signature_index(signature)
+        shape, inputs, outputs, target = self.buffers.get(signature, (None,) * 4)
+        if shape != ids.shape:
+            self.model.resize_input_tensor(0, ids.shape, index)
+            inputs = self.model.create_input_buffers(index)
+            # The compiled model sizes its outputs for a batch of 1 until it
+            # runs: their buffers are arrays of this batch's shapes.
+            names, details = self.outputs[signature]
+            arrays = [
+                aligned_empty((len(ids), *details[name]["shape"][1:]), details[name]["dtype"])
+                for name in names
+            ]
+            outputs = [TensorBuffer.create_from_host_memory(array) for array in arrays]
+            target = arrays[names.index(TARGET_IDS)]
+            self.buffers[signature] = ids.shape, inputs, outputs, target
+        inputs[0].write(ids)
+        self.model.run_by_index(index, inputs, outputs)
+        return target.copy()
+
+    def close(self):
+        """Release the compiled model, which LiteRT announces on stderr."""
+        with native_stderr_discarded():
+            self.model = self.buffers = None
+
+
+def aligned_empty(shape, dtype):
+    """An uninitialised array whose data starts on a 64-byte boundary, as
+    LiteRT's buffers over host memory require."""
+    dtype = np.dtype(dtype)
+    size = int(np.prod(shape)) * dtype.itemsize
+    raw = np.empty(size + 64, np.uint8)
+    start = -raw.ctypes.data % 64
+    return raw[start : start + size].view(dtype).reshape(shape)
+
+
+def pronounce(signatures, vocabulary, words):
     """Each word's pronunciation, or None for a word too long for the file.
 
-    The words that share a bucket go through its signature in one call.
+    The words that share a bucket go through its signature in one call,
+    `signatures.target_ids(bucket signature, source ids)` (`Signatures`).
     """
     sources = [source_ids(word, vocabulary) for word in words]
     answers = [None] * len(words)
@@ -123,8 +193,7 @@ def pronounce(interpreter, vocabulary, words):
         ids = np.full((len(fits), length), vocabulary["pad_id"], np.int32)
         for row, index in enumerate(fits):
             ids[row, : len(sources[index])] = sources[index]
-        runner = interpreter.get_signature_runner(bucket["signature"])
-        for index, row in zip(fits, runner(**{SOURCE_IDS: ids})[TARGET_IDS]):
+        for index, row in zip(fits, signatures.target_ids(bucket["signature"], ids)):
             answers[index] = target_text(row, vocabulary)
     return answers
 
@@ -316,7 +385,8 @@ def check_model(interpreter, vocabulary, run):
 
 
 def open_run(run):
-    """`(interpreter, vocabulary)` of the run directory `run`, both checked.
+    """`(signatures, vocabulary)` of the run directory `run`, both checked:
+    `Signatures` of its `model.tflite` and its `vocabulary.json`.
 
     Raises:
         UnusableRun: A path is missing or unreadable, a file is not what
@@ -347,7 +417,9 @@ def open_run(run):
     except (ValueError, RuntimeError) as error:
         raise UnusableRun(f"{model_path} is not a LiteRT model: {first_line(error)}") from None
     check_model(interpreter, vocabulary, run)
-    return interpreter, vocabulary
+    with native_stderr_discarded():
+        signatures = Signatures(model_path)
+    return signatures, vocabulary
 
 
 def first_line(error):
@@ -357,9 +429,9 @@ def first_line(error):
 
 @contextlib.contextmanager
 def native_stderr_discarded():
-    """File descriptor 2 sent to the null device inside the block: the
-    interpreter announces its XNNPACK delegate there from C++ at its first
-    call, which `sys.stderr` cannot catch. Its failures reach Python as
+    """File descriptor 2 sent to the null device inside the block: LiteRT
+    announces its environment and XNNPACK there from C++ as it compiles a
+    model, which `sys.stderr` cannot catch. Its failures reach Python as
     exceptions, with their message."""
     sys.stderr.flush()
     saved = os.dup(2)
@@ -385,18 +457,20 @@ def main(argv=None):
     parser.add_argument("words", nargs="+")
     arguments = parser.parse_args(argv)
     try:
-        interpreter, vocabulary = open_run(arguments.run)
+        signatures, vocabulary = open_run(arguments.run)
         try:
             with native_stderr_discarded():
-                answers = pronounce(interpreter, vocabulary, arguments.words)
+                answers = pronounce(signatures, vocabulary, arguments.words)
         except UnusableRun as error:
             raise not_one_export(arguments.run, error) from None
-        # The checks above leave the interpreter little to fail on; if it
+        # The checks above leave LiteRT little to fail on; if it
         # does, its message is the line printed.
         except (RuntimeError, ValueError) as error:
             raise UnusableRun(
                 f"{arguments.run / MODEL_FILE} failed to run: {first_line(error)}"
             ) from None
+        finally:
+            signatures.close()
     except UnusableRun as error:
         print(f"{PROGRAM}: {error}", file=sys.stderr)
         return 1
@@ -414,4 +488,9 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    status = main()
+    # LiteRT announces on file descriptor 2 that it releases its accelerators
+    # as the process ends, after the last line of ours.
+    sys.stderr.flush()
+    os.dup2(os.open(os.devnull, os.O_WRONLY), 2)
+    sys.exit(status)

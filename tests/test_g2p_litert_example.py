@@ -6,6 +6,7 @@ are real exports of tiny models: the run's own, a second seq2seq export of
 other lengths, a third of fewer phonemes, and a cell model's."""
 
 import json
+import runpy
 import shutil
 
 import keras
@@ -149,6 +150,24 @@ def test_the_run_answers_as_beam_search_decode_and_prints_nothing_else(exports):
         for word, answer in zip(WORDS, best_ids(model, WORDS, RUN_LENGTHS))
     ]
     assert completed.stdout.splitlines() == expected
+
+
+@pytest.mark.slow
+def test_one_compiled_model_answers_batches_of_every_size_in_turn(exports):
+    """`Signatures` keeps a signature's buffers for the batch size it last
+    ran: each call of another size, and each return to an earlier one,
+    answers as `beam_search_decode` does."""
+    model, exported = exports
+    client_module = runpy.run_path("examples/g2p_litert.py")
+    vocabulary = json.loads((exported["run"] / "vocabulary.json").read_text())
+    signatures = client_module["Signatures"](exported["run"] / "model.tflite")
+    tokens = seq2seq.Vocabulary(PHONES).id_to_token()
+    for words in (WORDS, WORDS[:1], WORDS * 7, WORDS[1:3], WORDS):
+        expected = [
+            " ".join(tokens[index] for index in answer)
+            for answer in best_ids(model, words, RUN_LENGTHS)
+        ]
+        assert client_module["pronounce"](signatures, vocabulary, words) == expected
 
 
 @pytest.mark.slow

