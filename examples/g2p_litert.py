@@ -416,6 +416,9 @@ def open_run(run):
         interpreter = Interpreter(str(model_path))
     except (ValueError, RuntimeError) as error:
         raise UnusableRun(f"{model_path} is not a LiteRT model: {first_line(error)}") from None
+    # The interpreter's signature details show the free batch dimension the
+    # checks compare (the compiled model's show a batch of 1); it allocates
+    # nothing for them, and the compiled model serves.
     check_model(interpreter, vocabulary, run)
     with native_stderr_discarded():
         signatures = Signatures(model_path)
