@@ -26,6 +26,7 @@ import json
 import os
 import pathlib
 import sys
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 from ai_edge_litert.compiled_model import CompiledModel
@@ -59,6 +60,12 @@ REQUIRED_KEYS = (
 
 #: XNNPACK's weight cache kept in memory, not in a file.
 IN_MEMORY_WEIGHT_CACHE = ":memory"
+
+#: Rows per thread from which `Signatures` splits a batch between threads:
+#: on the default g2p model, two interpreters on 8 rows each were level with
+#: the compiled model on 16 rows, on 16 rows each 1.2 times faster, and on
+#: 128 rows each 1.9 times (XNNPACK's own two threads: 1.3 times).
+SPLIT_ROWS_PER_THREAD = 16
 
 #: `source_text["split"]`: how text becomes source tokens.
 SPLITS = ("characters", "whitespace")
@@ -116,7 +123,8 @@ def target_text(target_ids, vocabulary):
 
 class Signatures:
     """The signatures of a `model.tflite`, run through LiteRT's
-    `CompiledModel` with XNNPACK's weight cache.
+    `CompiledModel` with XNNPACK's weight cache; large batches split between
+    threads.
 
     The file unrolls its loops, so each step's operators read the same
     weight tensors. XNNPACK packs the weights of every operator on its own
@@ -124,22 +132,44 @@ class Signatures:
     share one packed copy, small enough to stay in the processor's cache
     from one step to the next, where separate copies are read from memory
     at each step. The answers are the same; one word runs faster.
+
+    With `num_threads` above 1, a batch of at least `SPLIT_ROWS_PER_THREAD`
+    rows per thread is split into `num_threads` parts, each run by an
+    `Interpreter` of its own on a thread of its own. An interpreter lets go
+    of Python's lock while it runs and the compiled model does not, so only
+    interpreters run at once; in large batches the weight cache matters
+    little. Smaller batches run through the compiled model on one thread.
     """
 
     def __init__(self, path, num_threads=1):
-        options = CpuOptions(
-            num_threads=num_threads, xnnpack_weight_cache_path=IN_MEMORY_WEIGHT_CACHE
-        )
+        options = CpuOptions(num_threads=1, xnnpack_weight_cache_path=IN_MEMORY_WEIGHT_CACHE)
         self.model = CompiledModel.from_file(str(path), options=Options(cpu_options=options))
         self.outputs = {
             key: (signature["outputs"], self.model.get_output_tensor_details(key))
             for key, signature in self.model.get_signature_list().items()
         }
         self.buffers = {}
+        # One interpreter per thread, each with a runner per signature.
+        self.workers = []
+        self.threads = None
+        if num_threads > 1:
+            interpreters = [Interpreter(str(path), num_threads=1) for _ in range(num_threads)]
+            self.workers = [
+                {key: interpreter.get_signature_runner(key) for key in self.outputs}
+                for interpreter in interpreters
+            ]
+            self.threads = ThreadPoolExecutor(num_threads)
 
     def target_ids(self, signature, ids):
         """The `target_ids` that `signature` answers to `source_ids` `ids`
         `(batch, max_source_length)` int32: `(batch, max_target_length)`."""
+        if self.workers and len(ids) >= SPLIT_ROWS_PER_THREAD * len(self.workers):
+            parts = self.threads.map(
+                lambda runners, part: runners[signature](**{SOURCE_IDS: part})[TARGET_IDS],
+                self.workers,
+                np.array_split(ids, len(self.workers)),
+            )
+            return np.concatenate(list(parts))
         index = self.model.get_signature_index(signature)
         shape, inputs, outputs, target = self.buffers.get(signature, (None,) * 4)
         if shape != ids.shape:
@@ -160,9 +190,12 @@ class Signatures:
         return target.copy()
 
     def close(self):
-        """Release the compiled model, which LiteRT announces on stderr."""
+        """Release the compiled model, which LiteRT announces on stderr,
+        and the threads."""
+        if self.threads is not None:
+            self.threads.shutdown()
         with native_stderr_discarded():
-            self.model = self.buffers = None
+            self.model = self.buffers = self.workers = self.threads = None
 
 
 def aligned_empty(shape, dtype):

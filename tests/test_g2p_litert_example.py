@@ -153,21 +153,33 @@ def test_the_run_answers_as_beam_search_decode_and_prints_nothing_else(exports):
 
 
 @pytest.mark.slow
-def test_one_compiled_model_answers_batches_of_every_size_in_turn(exports):
+@pytest.mark.parametrize("num_threads", [1, 2])
+def test_signatures_answer_batches_of_every_size_in_turn(exports, num_threads):
     """`Signatures` keeps a signature's buffers for the batch size it last
     ran: each call of another size, and each return to an earlier one,
-    answers as `beam_search_decode` does."""
+    answers as `beam_search_decode` does. On two threads, the 42 words of
+    the longer bucket in `many` reach `SPLIT_ROWS_PER_THREAD` per thread and
+    are split between two interpreters (their halves in different orders,
+    so that halves swapped would show), the bucket of 28 short words in the
+    same call is not: both answer as `beam_search_decode`."""
     model, exported = exports
     client_module = runpy.run_path("examples/g2p_litert.py")
+    assert 28 < 2 * client_module["SPLIT_ROWS_PER_THREAD"] <= 42
     vocabulary = json.loads((exported["run"] / "vocabulary.json").read_text())
-    signatures = client_module["Signatures"](exported["run"] / "model.tflite")
+    signatures = client_module["Signatures"](exported["run"] / "model.tflite", num_threads)
     tokens = seq2seq.Vocabulary(PHONES).id_to_token()
-    for words in (WORDS, WORDS[:1], WORDS * 7, WORDS[1:3], WORDS):
-        expected = [
-            " ".join(tokens[index] for index in answer)
-            for answer in best_ids(model, words, RUN_LENGTHS)
-        ]
-        assert client_module["pronounce"](signatures, vocabulary, words) == expected
+    answer_of = {
+        word: " ".join(tokens[index] for index in answer)
+        for word, answer in zip(WORDS, best_ids(model, WORDS, RUN_LENGTHS))
+    }
+    assert answer_of["Bad"] != answer_of["hedge"]
+    many = WORDS * 7 + WORDS[::-1] * 7
+    try:
+        for words in (WORDS, WORDS[:1], many, WORDS[1:3], WORDS * 7, WORDS):
+            expected = [answer_of[word] for word in words]
+            assert client_module["pronounce"](signatures, vocabulary, words) == expected
+    finally:
+        signatures.close()
 
 
 @pytest.mark.slow
