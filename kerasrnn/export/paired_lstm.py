@@ -184,24 +184,31 @@ def _both_directions(
     pair = tf.reshape(tf.stack([sequences, tf.reverse(sequences, [1])]), [2, -1, features])
     projected = tf.reshape(tf.matmul(pair, kernel) + bias, [2, -1, steps, 4 * units])
     projected = tf.transpose(projected, [2, 0, 1, 3])
+    # Tensors are split, joined by concatenation and sliced without dropping
+    # an axis: XNNPACK runs those operators, where unstacking (UNPACK),
+    # stacking (PACK), an index such as h[0] (a STRIDED_SLICE that drops an
+    # axis) and an uneven split (SPLIT_V) are left to LiteRT's builtin
+    # kernels between XNNPACK's, a call slower at every batch size.
     keeps: list[Any] = [None] * steps
     if mask is not None:
         keep = tf.cast(mask, tf.bool)
         # (T, 2, batch, 1): step t's mask for each direction.
         every_keep = tf.transpose(tf.stack([keep, tf.reverse(keep, [1])])[..., None], [2, 0, 1, 3])
-        keeps = tf.unstack(every_keep)
+        # (1, 2, batch, 1) each, by UNPACK: LiteRT's SPLIT takes no booleans.
+        keeps = tf.unstack(every_keep[:, None])
     # The initial states are zeros (checked by the caller): the first step
-    # has no recurrent term and no f ⊙ c_0.
+    # has no recurrent term and no f ⊙ c_0. Step t's tensors are
+    # (1, 2, batch, ·), the two directions on axis 1.
     h: Any = None
     c: Any = None
     outputs = []
-    for time, inputs in enumerate(tf.unstack(projected)):
-        z = inputs if h is None else inputs + tf.stack(
-            [tf.matmul(h[0], recurrent[0]), tf.matmul(h[1], recurrent[1])]
-        )
-        gates, candidate = tf.split(z, [3 * units, units], axis=-1)
-        i, f, o = tf.split(tf.sigmoid(gates), 3, axis=-1)
-        new_c = i * tf.tanh(candidate)
+    for time, z in enumerate(tf.split(projected, steps)):
+        if h is not None:
+            rows = tf.split(h, 2, axis=1)
+            recurrent_terms = [tf.matmul(rows[0], recurrent[0]), tf.matmul(rows[1], recurrent[1])]
+            z = z + tf.concat(recurrent_terms, 1)
+        i, f, o = tf.split(tf.sigmoid(z[..., : 3 * units]), 3, axis=-1)
+        new_c = i * tf.tanh(z[..., 3 * units :])
         if c is not None:
             new_c = f * c + new_c
         new_h = o * tf.tanh(new_c)
@@ -210,13 +217,15 @@ def _both_directions(
             new_c = tf.where(keeps[time], new_c, 0.0 if c is None else c)
         h, c = new_h, new_c
         outputs.append(h)
-    stacked = tf.stack(outputs)
+    stacked = tf.concat(outputs, 0)
     if mask is not None:
         stacked = tf.where(every_keep, stacked, 0.0)
     results = []
-    for direction in (0, 1):
-        sequence = tf.transpose(stacked[:, direction], [1, 0, 2])
-        states = [h[direction], c[direction]]
+    for sequence, last_h, last_c in zip(
+        tf.split(stacked, 2, axis=1), tf.split(h, 2, axis=1), tf.split(c, 2, axis=1)
+    ):
+        sequence = tf.transpose(tf.reshape(sequence, [steps, -1, units]), [1, 0, 2])
+        states = [tf.reshape(last_h, [-1, units]), tf.reshape(last_c, [-1, units])]
         results.append(
             (sequence[:, -1], sequence, tree.pack_sequence_as(initial_state, states))
         )
