@@ -164,16 +164,18 @@ def export_variants(directory, model, letters, phonemes, config, train_words, qu
 
 
 class InterpreterSignatures:
-    """The example client's `Signatures` (`target_ids(signature, ids)`)
+    """The example client's `Signatures` (`target_ids_of(calls)`)
     through `ai_edge_litert`'s `Interpreter`, which gives XNNPACK no weight
     cache: each operator packs its own copy of its weights."""
 
     def __init__(self, path, **options):
         self.interpreter = Interpreter(str(path), **options)
 
-    def target_ids(self, signature, ids):
-        runner = self.interpreter.get_signature_runner(signature)
-        return runner(source_ids=ids)["target_ids"]
+    def target_ids_of(self, calls):
+        return [
+            self.interpreter.get_signature_runner(signature)(source_ids=ids)["target_ids"]
+            for signature, ids in calls
+        ]
 
 
 def litert_contenders(exported, client, quick):

@@ -25,6 +25,7 @@ import contextlib
 import json
 import os
 import pathlib
+import queue
 import sys
 from concurrent.futures import ThreadPoolExecutor
 
@@ -133,12 +134,12 @@ class Signatures:
     from one step to the next, where separate copies are read from memory
     at each step. The answers are the same; one word runs faster.
 
-    With `num_threads` above 1, a batch of at least `SPLIT_ROWS_PER_THREAD`
-    rows per thread is split into `num_threads` parts, each run by an
-    `Interpreter` of its own on a thread of its own. An interpreter lets go
-    of Python's lock while it runs and the compiled model does not, so only
+    With `num_threads` above 1, calls of at least `SPLIT_ROWS_PER_THREAD`
+    rows per thread in all are split into parts that run at once, each on
+    an `Interpreter` of a thread of its own. An interpreter lets go of
+    Python's lock while it runs and the compiled model does not, so only
     interpreters run at once; in large batches the weight cache matters
-    little. Smaller batches run through the compiled model on one thread.
+    little. Fewer rows run through the compiled model on one thread.
     """
 
     def __init__(self, path, num_threads=1):
@@ -149,27 +150,52 @@ class Signatures:
             for key, signature in self.model.get_signature_list().items()
         }
         self.buffers = {}
-        # One interpreter per thread, each with a runner per signature.
-        self.workers = []
-        self.threads = None
+        self.num_threads = num_threads
+        self.threads = self.idle = None
         if num_threads > 1:
-            interpreters = [Interpreter(str(path), num_threads=1) for _ in range(num_threads)]
-            self.workers = [
-                {key: interpreter.get_signature_runner(key) for key in self.outputs}
-                for interpreter in interpreters
-            ]
+            # One interpreter per thread, each with a runner per signature;
+            # a part takes whichever is idle.
+            self.idle = queue.SimpleQueue()
+            for _ in range(num_threads):
+                interpreter = Interpreter(str(path), num_threads=1)
+                self.idle.put({key: interpreter.get_signature_runner(key) for key in self.outputs})
             self.threads = ThreadPoolExecutor(num_threads)
 
     def target_ids(self, signature, ids):
         """The `target_ids` that `signature` answers to `source_ids` `ids`
         `(batch, max_source_length)` int32: `(batch, max_target_length)`."""
-        if self.workers and len(ids) >= SPLIT_ROWS_PER_THREAD * len(self.workers):
-            parts = self.threads.map(
-                lambda runners, part: runners[signature](**{SOURCE_IDS: part})[TARGET_IDS],
-                self.workers,
-                np.array_split(ids, len(self.workers)),
-            )
-            return np.concatenate(list(parts))
+        return self.target_ids_of([(signature, ids)])[0]
+
+    def target_ids_of(self, calls):
+        """`target_ids` for each `(signature, ids)` of `calls`, in order.
+
+        On more than one thread, with at least `SPLIT_ROWS_PER_THREAD` rows
+        per thread in all, the rows of every call are split into
+        `num_threads` parts and all the parts run at once (the shorter
+        buckets' words of a batch too, so that no thread waits for them).
+        """
+        rows = sum(len(ids) for _, ids in calls)
+        if self.threads is None or rows < SPLIT_ROWS_PER_THREAD * self.num_threads:
+            return [self.compiled_target_ids(signature, ids) for signature, ids in calls]
+        parts = [
+            [(signature, part) for part in np.array_split(ids, self.num_threads) if len(part)]
+            for signature, ids in calls
+        ]
+        every_part = [part for call_parts in parts for part in call_parts]
+        answers = iter(self.threads.map(self.interpreted_target_ids, every_part))
+        return [np.concatenate([next(answers) for _ in call_parts]) for call_parts in parts]
+
+    def interpreted_target_ids(self, part):
+        """`target_ids` of a `(signature, ids)` part through an idle interpreter."""
+        signature, ids = part
+        runners = self.idle.get()
+        try:
+            return runners[signature](**{SOURCE_IDS: ids})[TARGET_IDS]
+        finally:
+            self.idle.put(runners)
+
+    def compiled_target_ids(self, signature, ids):
+        """`target_ids` of `ids` through the compiled model."""
         index = self.model.get_signature_index(signature)
         shape, inputs, outputs, target = self.buffers.get(signature, (None,) * 4)
         if shape != ids.shape:
@@ -195,7 +221,7 @@ class Signatures:
         if self.threads is not None:
             self.threads.shutdown()
         with native_stderr_discarded():
-            self.model = self.buffers = self.workers = self.threads = None
+            self.model = self.buffers = self.threads = self.idle = None
 
 
 def aligned_empty(shape, dtype):
@@ -211,12 +237,14 @@ def aligned_empty(shape, dtype):
 def pronounce(signatures, vocabulary, words):
     """Each word's pronunciation, or None for a word too long for the file.
 
-    The words that share a bucket go through its signature in one call,
-    `signatures.target_ids(bucket signature, source ids)` (`Signatures`).
+    The words that share a bucket make one call of its signature, and the
+    calls of all buckets go together to `signatures.target_ids_of`
+    (`Signatures`).
     """
     sources = [source_ids(word, vocabulary) for word in words]
     answers = [None] * len(words)
     pending = list(range(len(words)))
+    calls, callers = [], []
     for bucket in vocabulary["buckets"]:
         length = bucket["max_source_length"]
         fits = [i for i in pending if len(sources[i]) <= length]
@@ -226,7 +254,10 @@ def pronounce(signatures, vocabulary, words):
         ids = np.full((len(fits), length), vocabulary["pad_id"], np.int32)
         for row, index in enumerate(fits):
             ids[row, : len(sources[index])] = sources[index]
-        for index, row in zip(fits, signatures.target_ids(bucket["signature"], ids)):
+        calls.append((bucket["signature"], ids))
+        callers.append(fits)
+    for fits, target_ids in zip(callers, signatures.target_ids_of(calls)):
+        for index, row in zip(fits, target_ids):
             answers[index] = target_text(row, vocabulary)
     return answers
 
