@@ -62,10 +62,10 @@ REQUIRED_KEYS = (
 #: XNNPACK's weight cache kept in memory, not in a file.
 IN_MEMORY_WEIGHT_CACHE = ":memory"
 
-#: Rows per thread from which `Signatures` splits a batch between threads:
-#: on the default g2p model, two interpreters on 8 rows each were level with
-#: the compiled model on 16 rows, on 16 rows each 1.2 times faster, and on
-#: 128 rows each 1.9 times (XNNPACK's own two threads: 1.3 times).
+#: Rows per thread from which `Signatures` splits a call between threads: on
+#: one signature of the default g2p model, two interpreters on 8 rows each
+#: were level with the compiled model on 16 rows, on 16 rows each 1.2 times
+#: faster, and on 128 rows each 1.9 times (XNNPACK's own two threads: 1.3).
 SPLIT_ROWS_PER_THREAD = 16
 
 #: `source_text["split"]`: how text becomes source tokens.
@@ -135,11 +135,12 @@ class Signatures:
     at each step. The answers are the same; one word runs faster.
 
     With `num_threads` above 1, calls of at least `SPLIT_ROWS_PER_THREAD`
-    rows per thread in all are split into parts that run at once, each on
-    an `Interpreter` of a thread of its own. An interpreter lets go of
+    rows per thread are split into parts that run at once, each on an
+    `Interpreter` of a thread of its own. An interpreter lets go of
     Python's lock while it runs and the compiled model does not, so only
     interpreters run at once; in large batches the weight cache matters
-    little. Fewer rows run through the compiled model on one thread.
+    little. Batches without a call that large run through the compiled
+    model on one thread.
     """
 
     def __init__(self, path, num_threads=1):
@@ -169,19 +170,26 @@ class Signatures:
     def target_ids_of(self, calls):
         """`target_ids` for each `(signature, ids)` of `calls`, in order.
 
-        On more than one thread, with at least `SPLIT_ROWS_PER_THREAD` rows
-        per thread in all, the rows of every call are split into
-        `num_threads` parts and all the parts run at once (the shorter
-        buckets' words of a batch too, so that no thread waits for them).
+        On more than one thread, a call of at least `SPLIT_ROWS_PER_THREAD`
+        rows per thread is split into `num_threads` parts; if any is, the
+        parts and the calls left whole all run at once on the threads'
+        interpreters (the shorter buckets of a batch too, so that no thread
+        waits for them). Otherwise the calls run through the compiled model
+        in turn.
         """
-        rows = sum(len(ids) for _, ids in calls)
-        if self.threads is None or rows < SPLIT_ROWS_PER_THREAD * self.num_threads:
-            return [self.compiled_target_ids(signature, ids) for signature, ids in calls]
         parts = [
-            [(signature, part) for part in np.array_split(ids, self.num_threads) if len(part)]
-            for signature, ids in calls
+            np.array_split(ids, self.num_threads)
+            if len(ids) >= SPLIT_ROWS_PER_THREAD * self.num_threads
+            else [ids]
+            for _, ids in calls
         ]
-        every_part = [part for call_parts in parts for part in call_parts]
+        if self.threads is None or all(len(call_parts) == 1 for call_parts in parts):
+            return [self.compiled_target_ids(signature, ids) for signature, ids in calls]
+        every_part = [
+            (signature, part)
+            for (signature, _), call_parts in zip(calls, parts)
+            for part in call_parts
+        ]
         answers = iter(self.threads.map(self.interpreted_target_ids, every_part))
         return [np.concatenate([next(answers) for _ in call_parts]) for call_parts in parts]
 

@@ -157,12 +157,12 @@ def test_the_run_answers_as_beam_search_decode_and_prints_nothing_else(exports):
 def test_signatures_answer_batches_of_every_size_in_turn(exports, num_threads):
     """`Signatures` keeps a signature's buffers for the batch size it last
     ran: each call of another size, and each return to an earlier one,
-    answers as `beam_search_decode` does. On two threads, `many` (42 words
-    of the longer bucket, 28 of the shorter) reaches `SPLIT_ROWS_PER_THREAD`
-    rows per thread in all, so the rows of both buckets are split between
-    two interpreters (each bucket's halves in different orders, so that
-    halves swapped would show); `WORDS` does not and runs through the
-    compiled model."""
+    answers as `beam_search_decode` does. On two threads, the 42 words of
+    the longer bucket in `many` reach `SPLIT_ROWS_PER_THREAD` rows per
+    thread and are split between two interpreters (their halves in
+    different orders, so that halves swapped would show) while the 28 words
+    of the shorter bucket run whole beside them; `WORDS * 7` (21 and 14)
+    runs through the compiled model."""
     model, exported = exports
     client_module = runpy.run_path("examples/g2p_litert.py")
     vocabulary = json.loads((exported["run"] / "vocabulary.json").read_text())
@@ -174,7 +174,7 @@ def test_signatures_answer_batches_of_every_size_in_turn(exports, num_threads):
     }
     assert answer_of["Bad"] != answer_of["hedge"]
     many = WORDS * 7 + WORDS[::-1] * 7
-    assert len(WORDS) < 2 * client_module["SPLIT_ROWS_PER_THREAD"] <= len(many)
+    assert 28 < 2 * client_module["SPLIT_ROWS_PER_THREAD"] <= 42
     try:
         for words in (WORDS, WORDS[:1], many, WORDS[1:3], WORDS * 7, WORDS):
             expected = [answer_of[word] for word in words]
