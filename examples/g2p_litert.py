@@ -7,8 +7,9 @@ prints one line per word: the word, a tab, its ARPAbet phonemes. It reads
 NumPy and `ai-edge-litert`: no TensorFlow, no kerasrnn. The steps are the
 ones `vocabulary.json` describes (see `kerasrnn.export.seq2seq_litert`): text to
 token ids, the signature of the shortest bucket that holds the word (run
-through LiteRT's `CompiledModel` with XNNPACK's weight cache: `Signatures`),
-the best hypothesis back to tokens. A word longer than the file's
+through LiteRT's `CompiledModel` with XNNPACK's weight cache: `Signatures`,
+which can also split large batches between threads), the best hypothesis
+back to tokens. A word longer than the file's
 `max_source_length` is refused (exit status 1), since the file would read
 only its beginning.
 
@@ -144,6 +145,10 @@ class Signatures:
     """
 
     def __init__(self, path, num_threads=1):
+        if isinstance(num_threads, bool) or not isinstance(num_threads, int) or num_threads < 1:
+            raise ValueError(
+                f"Signatures: num_threads must be a positive int, got {num_threads!r}"
+            )
         options = CpuOptions(num_threads=1, xnnpack_weight_cache_path=IN_MEMORY_WEIGHT_CACHE)
         self.model = CompiledModel.from_file(str(path), options=Options(cpu_options=options))
         self.outputs = {

@@ -184,6 +184,18 @@ def test_signatures_answer_batches_of_every_size_in_turn(exports, num_threads):
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("num_threads", [0, -2, 1.5, "2", True])
+def test_signatures_refuse_a_thread_count_that_is_not_one(exports, num_threads):
+    _, exported = exports
+    client_module = runpy.run_path("examples/g2p_litert.py")
+    with pytest.raises(ValueError) as refused:
+        client_module["Signatures"](exported["run"] / "model.tflite", num_threads)
+    assert str(refused.value) == (
+        f"Signatures: num_threads must be a positive int, got {num_threads!r}"
+    )
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["missing", "a file"])
 def test_a_run_directory_that_is_not_one(tmp_path, kind):
     run = tmp_path / "no-such-run"
