@@ -181,9 +181,9 @@ class InterpreterSignatures:
 def litert_contenders(exported, client, quick):
     """`({name: pronounce(words)}, {name: file bytes})` for each LiteRT file
     and runtime setting: the example client's `Signatures` (`CompiledModel`
-    with XNNPACK's weight cache) on 1 thread and on 2 (which splits a batch
-    of at least 32 rows between two interpreters on two threads), and the
-    `Interpreter` with and without XNNPACK."""
+    with XNNPACK's weight cache) on 1 thread and on 2 (which splits a
+    bucket's call of at least 16 rows per thread between two interpreters on
+    two threads), and the `Interpreter` with and without XNNPACK."""
     settings = {"1 thread": lambda path: client.Signatures(path, num_threads=1)}
     if not quick:
         settings["2 threads"] = lambda path: client.Signatures(path, num_threads=2)

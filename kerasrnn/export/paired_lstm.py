@@ -185,10 +185,12 @@ def _both_directions(
     projected = tf.reshape(tf.matmul(pair, kernel) + bias, [2, -1, steps, 4 * units])
     projected = tf.transpose(projected, [2, 0, 1, 3])
     # Tensors are split, joined by concatenation and sliced without dropping
-    # an axis: XNNPACK runs those operators, where unstacking (UNPACK),
-    # stacking (PACK), an index such as h[0] (a STRIDED_SLICE that drops an
-    # axis) and an uneven split (SPLIT_V) are left to LiteRT's builtin
-    # kernels between XNNPACK's, a call slower at every batch size.
+    # an axis: XNNPACK runs those operators inside the loop, where unstacking
+    # (UNPACK), stacking (PACK), an index such as h[0] (a STRIDED_SLICE that
+    # drops an axis) and an uneven split (SPLIT_V) are left to LiteRT's
+    # slower builtin kernels between XNNPACK's. (The split of `projected`
+    # into its T steps, once per call, is LiteRT's: XNNPACK splits in at
+    # most four.)
     keeps: list[Any] = [None] * steps
     if mask is not None:
         keep = tf.cast(mask, tf.bool)
