@@ -163,8 +163,10 @@ def initial_beam(
     states = [repeat_rows(state, width) for state in states]
     context = model.context_for_beams(context, width)
     # Shapes are broadcast from the input, not built from tf.shape (see
-    # `repeat_rows`).
-    ones = tf.ones_like(tf.cast(source_ids[:, :1], tf.int32))
+    # `repeat_rows`). `ones` is (batch, 1) by its static shape too, which a
+    # slice of a source of unknown length is not: B = 1 would then leave
+    # `first_rows` (batch, ?), and B unknown to the decoder step.
+    ones = tf.ones_like(empty_sources[:, None], dtype=tf.int32)
     first_rows = (tf.cumsum(ones, axis=0) - 1) * tf.fill([width], width)
     tokens = tf.where(empty_sources[:, None], PAD_ID, first_rows * 0 + START_ID)
     log_probs = tf.cast(ones, tf.float32) * tf.constant(

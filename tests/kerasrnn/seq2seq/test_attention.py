@@ -282,6 +282,21 @@ def test_beam_search_matches_the_numpy_beam_search_with_length_penalty():
 
 
 @pytest.mark.slow
+def test_beam_of_one_is_greedy_for_sources_of_every_length():
+    # The second and third calls have other source lengths, which makes
+    # beam_search_decode trace again for sources of any length: one
+    # hypothesis per example must still be a beam of static width 1.
+    model = make_model("luong", bidirectional=True)
+    reference = NumpyAttentionSeq2Seq(model)
+    for source in (SOURCE, SOURCE[:, :3], SOURCE[:2, :2]):
+        result = seq2seq.beam_search_decode(model, source, 1, 5)
+        for row in range(len(source)):
+            expected, expected_log_prob = reference.greedy(source[row], 5)
+            assert trimmed(result.sequences[row, 0]) == expected
+            np.testing.assert_allclose(result.log_probs[row, 0], expected_log_prob, rtol=1e-4)
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize("attention", ["bahdanau", "luong"])
 def test_scheduled_sampling_extremes_match_numpy(attention):
     schedule = seq2seq.LinearSamplingSchedule(decay_steps=10)
