@@ -103,7 +103,7 @@ from kerasrnn.export.converter import (
 from kerasrnn.export.rnn_loop import (
     traceable_for_litert,
 )
-from kerasrnn.seq2seq.beam import beam_step, initial_beam, rank_beam
+from kerasrnn.seq2seq.beam import BeamStep, beam_step, initial_beam, rank_beam
 from kerasrnn.seq2seq.decoding import (
     DecodeResult,
     all_padding,
@@ -395,30 +395,11 @@ def unrolled_beam_search(
         stepped = beam_step(model, state, context, alpha, with_alignments)
         steps.append(stepped)
         state = stepped.state
-    # Walk back from the final hypotheses, one gather per step: `ancestors[t]`
-    # holds, for each, its ancestor's row in the state after step t (the
-    # last step's are the hypotheses themselves), `computed_by[t]` the row
-    # of the state before step t that computed its α_t.
-    ancestors: list[TensorLike] = []
-    computed_by = [steps[-1].rows]
-    for stepped in reversed(steps[:-1]):
-        ancestors.insert(0, computed_by[0])
-        computed_by.insert(0, tf.gather(stepped.rows, computed_by[0]))
-    # (T, batch·B): every step's tokens read at once, by rows.
-    tokens = [stepped.state.tokens for stepped in steps]
-    if ancestors:
-        earlier = tf.gather(tf.stack(tokens[:-1]), tf.stack(ancestors), batch_dims=1)
-        by_step = tf.concat([earlier, tokens[-1][None]], axis=0)
-    else:
-        by_step = tokens[-1][None]
+    by_step, every = walk_back(steps, with_alignments)
     sequences = tf.reshape(tf.transpose(by_step), [-1, width, max_length])
     alignments = None
-    if with_alignments:
+    if every is not None:
         # (T, batch·B, S) -> (batch, B, T, S).
-        every = tf.gather(
-            tf.stack([stepped.alignment for stepped in steps]), tf.stack(computed_by),
-            batch_dims=1,
-        )
         alignments = tf.reshape(
             tf.transpose(every, [1, 0, 2]), [-1, width, max_length, every.shape[-1]]
         )
@@ -427,3 +408,37 @@ def unrolled_beam_search(
     )
     sequences, alignments = read_left_to_right(model, sequences, alignments)
     return DecodeResult(sequences, log_probs, scores, alignments)
+
+
+def walk_back(
+    steps: list[BeamStep], with_alignments: bool
+) -> tuple[TensorLike, TensorLike | None]:
+    """Every final hypothesis's tokens and α, step by step: `(T, batch·B)`
+    int32 and `(T, batch·B, S)` float32 (None without alignments), row r of
+    step t from the ancestor of the hypothesis in row r.
+
+    The ancestors are found by one gather per step, walking back from the
+    last; one gather then reads every step's tokens (one more its α). With
+    B = 1 each hypothesis is its own ancestor, and the steps are read as
+    they are.
+    """
+    tokens = [stepped.state.tokens for stepped in steps]
+    alignments = [stepped.alignment for stepped in steps] if with_alignments else None
+    if steps[0].parents.shape[1] == 1:
+        return tf.stack(tokens), None if alignments is None else tf.stack(alignments)
+    # `ancestors[t]` holds, for each hypothesis, its ancestor's row in the
+    # state after step t (the last step's are the hypotheses themselves),
+    # `computed_by[t]` the row of the state before step t that computed its α_t.
+    ancestors: list[TensorLike] = []
+    computed_by = [steps[-1].rows]
+    for stepped in reversed(steps[:-1]):
+        ancestors.insert(0, computed_by[0])
+        computed_by.insert(0, tf.gather(stepped.rows, computed_by[0]))
+    if ancestors:
+        earlier = tf.gather(tf.stack(tokens[:-1]), tf.stack(ancestors), batch_dims=1)
+        by_step = tf.concat([earlier, tokens[-1][None]], axis=0)
+    else:
+        by_step = tokens[-1][None]
+    if alignments is None:
+        return by_step, None
+    return by_step, tf.gather(tf.stack(alignments), tf.stack(computed_by), batch_dims=1)

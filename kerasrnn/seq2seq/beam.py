@@ -198,7 +198,8 @@ def beam_step(
     GNMT length penalty with α = `alpha` and L its length, and top-k keeps
     the B best (the first of equal scores first). Candidates that no
     decoder produces become placeholders (module doc). The decoder states
-    are reordered with their hypotheses, one gather each.
+    are reordered with their hypotheses, one gather each (none for B = 1,
+    where each hypothesis extends itself).
 
     Args:
         model: A `DecodableModel`.
@@ -232,19 +233,32 @@ def beam_step(
     best_ranked, best = tf.math.top_k(
         tf.reshape(ranked, [-1, width * vocabulary_size]), k=width
     )
-    parents = best // vocabulary_size
-    rows = tf.reshape(parents + state.first_rows, [-1])
-    tokens = tf.reshape(best % vocabulary_size, [-1])
+    if width == 1:
+        # One hypothesis per example: each row is its own parent, and top-k's
+        # index is the token. Nothing is reordered.
+        parents = tf.zeros_like(best)
+        rows = tf.reshape(state.first_rows, [-1])
+        tokens = tf.reshape(best, [-1])
+    else:
+        parents = best // vocabulary_size
+        rows = tf.reshape(parents + state.first_rows, [-1])
+        tokens = tf.reshape(best % vocabulary_size, [-1])
+
+    def from_parents(tensor: TensorLike) -> TensorLike:
+        """`tensor` `(batch·B, …)` reordered: each new hypothesis's row
+        is its parent's."""
+        return tensor if width == 1 else tf.gather(tensor, rows)
+
     if alpha:
         # (batch, B·V, 1): gathered by (batch, B) indices, these give (batch, B, 1).
         flat = tf.reshape(candidates, [-1, width * vocabulary_size, 1])
         log_probs = tf.reshape(tf.gather(flat, best, batch_dims=1), [-1, 1])
-        lengths = tf.where(is_placeholder(log_probs), 0, tf.gather(candidate_lengths, rows))
+        lengths = tf.where(is_placeholder(log_probs), 0, from_parents(candidate_lengths))
     else:
         # Ranked by the log-probabilities themselves: top-k's values are theirs.
         log_probs = tf.reshape(best_ranked, [-1, 1])
         lengths = state.lengths
-    decoder_states = [tf.gather(decoder_state, rows) for decoder_state in decoded.states]
+    decoder_states = [from_parents(decoder_state) for decoder_state in decoded.states]
     return BeamStep(
         BeamState(tokens, log_probs, lengths, state.first_rows, decoder_states),
         parents,
