@@ -7,12 +7,13 @@ whitespace; each side gets a word `Vocabulary` of its `vocabulary_size`
 most frequent training words (ties by first appearance), the rest reading
 as `<unk>`. Sentences longer than `max_length` words are cut. Batches are
 grouped by target length and shaped by `kerasrnn.seq2seq.teacher_forcing_pair`,
-ready for `Seq2Seq.fit`.
+ready for `Seq2Seq.fit`; each dataset states its number of batches.
 
 Offline, `kerasrnn_pipelines.data.tfds.load_tfds` fails at once with
 `DatasetNotOnDisk`, saying how to fetch the data.
 """
 
+import bisect
 import collections
 import dataclasses
 from collections.abc import Iterable, Sequence
@@ -21,6 +22,9 @@ import tensorflow as tf
 
 from kerasrnn import seq2seq
 from kerasrnn_pipelines.data.tfds import load_tfds
+
+#: Target lengths that start a new group of batches (`bucket_by_sequence_length`).
+BUCKET_BOUNDARIES = (8, 16, 24, 32)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -102,10 +106,11 @@ def load_translation(
     target_vocabulary = most_frequent(pairs["train"][1], config.vocabulary_size)
     batched = {}
     for split, (sources, targets) in pairs.items():
+        target_ids = [target_vocabulary.encode(t) for t in targets]
         dataset = tf.data.Dataset.from_tensor_slices(
             (
                 tf.ragged.constant([source_vocabulary.encode(s) for s in sources], tf.int32),
-                tf.ragged.constant([target_vocabulary.encode(t) for t in targets], tf.int32),
+                tf.ragged.constant(target_ids, tf.int32),
             )
         ).cache()
         if split == "train" and config.shuffle:
@@ -114,10 +119,29 @@ def load_translation(
         # padded batching refuses; a map hands them on as plain tensors.
         dataset = dataset.map(lambda s, t: (s, t)).bucket_by_sequence_length(
             element_length_func=lambda s, t: tf.shape(t)[0],
-            bucket_boundaries=[8, 16, 24, 32],
-            bucket_batch_sizes=[config.batch_size] * 5,
+            bucket_boundaries=list(BUCKET_BOUNDARIES),
+            bucket_batch_sizes=[config.batch_size] * (len(BUCKET_BOUNDARIES) + 1),
+        )
+        # Grouping hides the number of batches from tf.data; stated, it gives
+        # Keras's progress its total, and `fit` no longer ends its first
+        # epoch with "Your input ran out of data; interrupting training".
+        dataset = dataset.apply(
+            tf.data.experimental.assert_cardinality(
+                batch_count(target_ids, config.batch_size)
+            )
         )
         batched[split] = dataset.map(seq2seq.teacher_forcing_pair).prefetch(
             tf.data.AUTOTUNE
         )
     return batched, source_vocabulary, target_vocabulary
+
+
+def batch_count(targets: Sequence[Sequence[int]], batch_size: int) -> int:
+    """The batches `bucket_by_sequence_length` makes of `targets` by their
+    lengths: each group of `BUCKET_BOUNDARIES` (the lengths from one
+    boundary up to the next) in batches of `batch_size`, the last one
+    short."""
+    groups = collections.Counter(
+        bisect.bisect_right(BUCKET_BOUNDARIES, len(target)) for target in targets
+    )
+    return sum(-(-size // batch_size) for size in groups.values())
