@@ -5,10 +5,14 @@ earlier `tfds.load(NAME)` with network) prepared under the TFDS data
 directory (`$TFDS_DATA_DIR`, else `~/tensorflow_datasets`). When the data
 are missing it raises at once, so this module never waits on a download
 that cannot happen; it turns that error into `DatasetNotOnDisk`, naming the
-dataset and the command that fetches it.
+dataset and the command that fetches it. What TFDS logs while it looks
+(that a version folder has no `dataset_info.json`, which it does not when
+the data are missing) is held back, and let through only if the data load.
 """
 
-from collections.abc import Iterable
+import contextlib
+import logging
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import tensorflow as tf
@@ -48,13 +52,14 @@ def load_tfds(
         f"tfds.load('{name}')\"), then rerun."
     )
     try:
-        return tfds.load(
-            name,
-            split=list(splits),
-            download=False,
-            data_dir=data_dir,
-            with_info=True,
-        )
+        with held_log_records("absl") as held:
+            loaded = tfds.load(
+                name,
+                split=list(splits),
+                download=False,
+                data_dir=data_dir,
+                with_info=True,
+            )
     except tfds.core.registered.DatasetNotFoundError as error:
         raise DatasetNotOnDisk(
             f"TFDS has no dataset named {name!r} ({error})."
@@ -65,3 +70,24 @@ def load_tfds(
         raise DatasetNotOnDisk(
             f"TFDS dataset {name!r} is not on disk ({error}). {how}"
         ) from None
+    for record in held:
+        logging.getLogger(record.name).handle(record)
+    return loaded
+
+
+@contextlib.contextmanager
+def held_log_records(logger_name: str) -> Iterator[list[logging.LogRecord]]:
+    """The records logged to `logger_name` inside the block, kept in the
+    list it yields instead of being handled."""
+    held: list[logging.LogRecord] = []
+
+    def hold(record: logging.LogRecord) -> bool:
+        held.append(record)
+        return False
+
+    logger = logging.getLogger(logger_name)
+    logger.addFilter(hold)
+    try:
+        yield held
+    finally:
+        logger.removeFilter(hold)

@@ -3,6 +3,7 @@ the torn backups a kill can leave."""
 
 import csv
 import json
+import logging
 import math
 import os
 import shutil
@@ -18,7 +19,7 @@ import pytest
 import tensorflow as tf
 
 from kerasrnn_pipelines.backups import TrainingBackup
-from kerasrnn_pipelines.data.tfds import load_tfds
+from kerasrnn_pipelines.data.tfds import held_log_records, load_tfds
 from kerasrnn_pipelines.faults import (
     BackupOfAnotherRun,
     BackupUnusable,
@@ -43,6 +44,15 @@ def test_a_tfds_dataset_missing_offline_fails_at_once_saying_how_to_get_it(
     assert "tfds build imdb_reviews" in message
 
 
+def test_log_records_are_held_inside_the_block_only(caplog):
+    logger = logging.getLogger("absl")
+    with held_log_records("absl") as held:
+        logger.warning("inside %s", "the block")
+    logger.warning("after it")
+    assert [record.getMessage() for record in held] == ["inside the block"]
+    assert [record.getMessage() for record in caplog.records] == ["after it"]
+
+
 def test_an_unknown_tfds_name_is_reported(tmp_path):
     with pytest.raises(
         DatasetNotOnDisk, match="TFDS has no dataset named 'no_such_set'"
@@ -52,7 +62,7 @@ def test_an_unknown_tfds_name_is_reported(tmp_path):
 
 @pytest.mark.slow
 def test_the_command_line_reports_a_missing_dataset(
-    train, capsys, monkeypatch, tmp_path
+    train, capsys, caplog, monkeypatch, tmp_path
 ):
     # TFDS reads its data directory at import; point the default at an empty one.
     import tensorflow_datasets as tfds
@@ -67,6 +77,9 @@ def test_the_command_line_reports_a_missing_dataset(
         "kerasrnn-train tag: TFDS dataset 'conll2003' is not on disk" in error
     )
     assert "`kerasrnn-train tag --data embedded` runs now" in error
+    # TFDS's own notice of a version folder without dataset_info.json is
+    # held back: the one line above says what is missing.
+    assert not [record for record in caplog.records if "dataset_info" in record.getMessage()]
 
     # translate has no data of its own: no offline hint it cannot follow.
     code, _ = train("translate", "--quick", out=tmp_path / "translate")
