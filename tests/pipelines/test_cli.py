@@ -356,7 +356,7 @@ def test_precedence_defaults_then_preset_then_quick_then_typed():
     assert plain.out == "runs/forecast"
 
     quick = cli.parse_config(["forecast", "--quick"])
-    assert quick.units == ForecastConfig.QUICK["units"] == 8
+    assert quick.units == ForecastConfig.QUICK["units"] == 16
     assert quick.window == ForecastConfig.QUICK["window"]
 
     # What the user types wins even over --quick, in any order.

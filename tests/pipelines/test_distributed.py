@@ -26,12 +26,16 @@ from kerasrnn_pipelines.run_directory import RunDirectoryError, is_chief_process
 from tests.isolated import REPOSITORY, subprocess_env
 from tests.pipelines.conftest import read_metrics
 
-# 216 training windows (1705-1920) in 9 batches of 24: 12 per replica. The
-# runs end with the moving average of the weights, which every strategy's
-# loop must hand over to the model.
+# 216 training windows (1705-1920) in 9 batches of 24: 12 per replica, for
+# two epochs of 8 units. The runs end with the moving average of the
+# weights, which every strategy's loop must hand over to the model.
 COMMAND = [
     "forecast",
     "--quick",
+    "--epochs",
+    "2",
+    "--units",
+    "8",
     "--dropout",
     "0",
     "--window",

@@ -10,6 +10,7 @@ import statsmodels.api as sm
 
 from kerasrnn_pipelines.cli import main
 from kerasrnn_pipelines.data.sunspots import one_step_windows
+from kerasrnn_pipelines.tasks.options.forecast_config import ForecastConfig
 from tests.pipelines.conftest import read_metrics
 
 
@@ -99,10 +100,13 @@ def test_run_writes_every_output(quick_run):
         "args",
     } <= set(metrics)
     assert "statsmodels" in metrics["data"]
-    assert metrics["args"]["units"] == 8 and metrics["args"]["quick"] is True
+    assert metrics["args"]["units"] == ForecastConfig.QUICK["units"]
+    assert metrics["args"]["quick"] is True
     with open(quick_run / "history.csv") as handle:
         rows = list(csv.DictReader(handle))
-    assert [row["epoch"] for row in rows] == ["1", "2"]
+    assert [row["epoch"] for row in rows] == [
+        str(epoch) for epoch in range(1, ForecastConfig.QUICK["epochs"] + 1)
+    ]
     assert all(np.isfinite(float(row["loss"])) for row in rows)
     assert (quick_run / "learning_curves.png").read_bytes()[
         :8

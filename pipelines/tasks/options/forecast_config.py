@@ -32,7 +32,9 @@ class ForecastConfig(RecurrentStackConfig, LiteRTConfig):
         "embedded": "statsmodels.datasets.sunspots: yearly sunspot numbers "
         "1700-2008 (package statsmodels, BSD-3-Clause)",
     }
-    QUICK: ClassVar[dict[str, Any]] = {"units": 8, "epochs": 2, "window": 6}
+    # Beats persistence: test RMSE 14.0 to 16.3 against its 25.3 (seeds 0 to
+    # 3), in about 4 s of training and export (8 units for 2 epochs: 27.1).
+    QUICK: ClassVar[dict[str, Any]] = {"units": 16, "epochs": 10, "window": 6}
 
     cell: str = "elman"
     units: int = 50
