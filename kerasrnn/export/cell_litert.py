@@ -284,13 +284,31 @@ def _fed_inner_loop(
         states = [
             tf.cast(state, zero.dtype) for state, zero in zip(fed, tree.flatten(structure))
         ]
-        last, outputs, new = loop(
-            sequences, tree.pack_sequence_as(structure, states), mask, training
-        )
+        packed = tree.pack_sequence_as(structure, states)
+        last, outputs, new = loop(sequences, packed, mask, training)
+        if mask is not None and not layer.zero_output_for_mask:
+            # Keras outputs the previous step's output at a masked step; a
+            # single step has only the states, and the cell's output state
+            # holds it (`_check_steps_match`, which steps through padding,
+            # refuses a cell where it does not).
+            previous = tf.cast(_output_state(layer, packed), last.dtype)
+            if previous.shape[-1] == last.shape[-1]:
+                kept = tf.reshape(tf.cast(tree.flatten(mask)[0], tf.bool), [-1, 1])
+                last = tf.where(kept, last, previous)
+                outputs = tf.where(kept[:, None], outputs, previous[:, None])
         sink[index] = [tf.cast(state, tf.float32) for state in tree.flatten(new)]
         return last, outputs, new
 
     return inner_loop
+
+
+def _output_state(layer: keras.layers.RNN, states: Any) -> TensorLike:
+    """The state that `layer`'s cell outputs, from its nested `states`: the
+    first (h, for every cell of kerasrnn and Keras), of the last cell for a
+    `StackedRNNCells`."""
+    if isinstance(layer.cell, keras.layers.StackedRNNCells):
+        states = states[-1]
+    return tree.flatten(states)[0]
 
 
 def _check_steps_match(
@@ -308,6 +326,10 @@ def _check_steps_match(
         sequence = rng.integers(1, 3, size=shape).astype(spec.dtype.as_numpy_dtype)
     else:
         sequence = rng.normal(size=shape).astype(spec.dtype.as_numpy_dtype)
+    # A step of padding (id 0, or zero features) inside one row and at the
+    # end of the other, which a masked model skips.
+    sequence[0, 1] = 0
+    sequence[1, steps - 1] = 0
     whole = np.asarray(tree.flatten(model(sequence, training=False))[0])
     states = {spec_.name: tf.zeros([2, spec_.shape[1]]) for spec_ in state_specs}
     outputs = []
@@ -322,7 +344,8 @@ def _check_steps_match(
             f"steps before them, but model {model.name!r} stepped one step at a "
             "time does not give its whole-sequence output (a layer outside the "
             "recurrences mixes time steps: pooling, attention, a convolution "
-            "over time). Received: streaming=True"
+            "over time; or a masked step of a cell whose output is not its first "
+            "state). Received: streaming=True"
         )
 
 

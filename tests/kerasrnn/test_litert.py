@@ -653,11 +653,14 @@ except SystemExit as exit:
 
 def streaming_models(rng):
     """A stack returning every step's output (dropout in its first cell,
-    a Keras layer, stacked cells), and token ids read to a last output."""
+    a Keras layer, stacked cells), and token ids read to a last output;
+    both mask their padding (zero features, id 0), at whose steps Keras
+    outputs the previous step's output."""
     features = keras.Input((None, FEATURES), name="features")
+    masked = keras.layers.Masking(0.0)(features)
     hidden = keras.layers.RNN(
         kerasrnn.LSTMCell(UNITS, dropout=0.2), return_sequences=True, name="lstm"
-    )(features)
+    )(masked)
     hidden = keras.layers.GRU(3, return_sequences=True, name="gru")(hidden)
     stack = keras.layers.StackedRNNCells([kerasrnn.ElmanCell(3), kerasrnn.GRUCell(2)])
     hidden = keras.layers.RNN(stack, return_sequences=True, name="stack")(hidden)
@@ -665,7 +668,7 @@ def streaming_models(rng):
         features, keras.layers.Dense(2, name="prediction")(hidden), name="every_step"
     )
     ids = keras.Input((None,), dtype="int32", name="ids")
-    embedded = keras.layers.Embedding(VOCABULARY, FEATURES)(ids)
+    embedded = keras.layers.Embedding(VOCABULARY, FEATURES, mask_zero=True)(ids)
     last = keras.layers.RNN(kerasrnn.LeakyCell(UNITS, alpha=0.4), name="leaky")(embedded)
     last_output = keras.Model(ids, keras.layers.Dense(1)(last), name="last_output")
     for model in (every_step, last_output):
@@ -688,6 +691,9 @@ def streamed(tmp_path_factory):
             sequence = rng.normal(size=(2, 9, FEATURES)).astype("float32")
         else:
             sequence = rng.integers(1, VOCABULARY, size=(2, 9)).astype("int32")
+        # Padding inside a row and at the other's end.
+        sequence[0, 3] = 0
+        sequence[1, 7:] = 0
         np.save(directory / f"{name}.npy", sequence)
         outputs = directory / f"{name}_outputs.npy"
         run_without(
