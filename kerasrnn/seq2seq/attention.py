@@ -54,6 +54,10 @@ def masked_softmax(scores: TensorLike, mask: TensorLike) -> TensorLike:
     """
     scores = ops.cast(scores, "float32")
     mask = ops.cast(mask, "bool")
+    if scores.shape[-1] == 1:
+        # One position (a one-token source): its weight is 1. Keras warns
+        # of a softmax over an axis of size 1 ("did you mean a sigmoid?").
+        return ops.where(mask, ops.ones_like(scores), 0.0)
     # Padding enters the softmax as the lowest float32 score: in a row with a
     # real position, whose score the softmax subtracts first, its exp()
     # underflows to exactly 0. A row of padding only would get uniform

@@ -1,6 +1,8 @@
 """Attention (Bahdanau, Luong) against NumPy loops of their equations."""
 
 
+import warnings
+
 import keras
 import numpy as np
 import pytest
@@ -53,6 +55,13 @@ def test_masked_softmax_hand_worked():
     assert weights[0, 2] == 0.0
     np.testing.assert_array_equal(weights[1], [0.0, 0.0, 0.0])
     np.testing.assert_allclose(weights[2], [1 / 3] * 3, rtol=1e-6)
+
+
+def test_masked_softmax_over_one_position_is_one_without_a_warning():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        weights = masked_softmax(np.array([[5.0], [-2.0]]), np.array([[True], [False]]))
+    np.testing.assert_array_equal(weights, [[1.0], [0.0]])
 
 
 @pytest.mark.parametrize("kind", ["bahdanau", "luong"])
