@@ -6,8 +6,9 @@ directory (`$TFDS_DATA_DIR`, else `~/tensorflow_datasets`). When the data
 are missing it raises at once, so this module never waits on a download
 that cannot happen; it turns that error into `DatasetNotOnDisk`, naming the
 dataset and the command that fetches it. What TFDS logs while it looks
-(that a version folder has no `dataset_info.json`, which it does not when
-the data are missing) is held back, and let through only if the data load.
+(such as a notice that a version folder has no `dataset_info.json`, which
+is what missing data look like) is held back, and let through only if the
+data load.
 """
 
 import contextlib
