@@ -17,9 +17,10 @@ SavedModel through `serving_default`; g2p-en 2.1.0's neural model
 (`G2p.predict`, one word at a time: it has no batch), when installed. They
 run in one process and take turns, ten calls each (`BURST`), so that they
 see the same load while each runs as a client calling it again and again
-would; each batch is answered once before timing. An untrained model's
-beams run to the maximum output length: the SavedModel's time is then an
-upper bound, while the LiteRT file, unrolled, always runs every step.
+would; each batch is answered once before timing. Both the SavedModel's
+and the LiteRT files' beam search stop once every hypothesis has ended,
+which an untrained model's rarely do: its times are upper bounds, and a
+trained run (`--litert-run`) gives the served ones.
 
 Before any time, the operators of each file's signatures (`operator_rows`).
 
@@ -210,18 +211,22 @@ def litert_contenders(exported, client, quick):
 
 def operator_rows(name, exported):
     """One row per (LiteRT file, signature): its interpreter operators in
-    all and the five most frequent kinds (`kerasrnn.count_litert_operators`).
-    At batch 1 a call's time is about the count times a fixed cost per
-    operator, so the count is read before any time."""
+    all, the five most frequent kinds (`kerasrnn.count_litert_operators`),
+    and the operators of its `WHILE` loop, run once per decoded token
+    (`kerasrnn.count_litert_loop_operators`). The counts are read before
+    any time: each operator run costs a fixed time besides its arithmetic."""
     rows = []
     for label, directory in exported.items():
-        for signature, kinds in kerasrnn.count_litert_operators(directory / "model.tflite").items():
+        path = directory / "model.tflite"
+        loops = kerasrnn.count_litert_loop_operators(path)
+        for signature, kinds in kerasrnn.count_litert_operators(path).items():
             rows.append(
                 {
                     "model": name,
                     "file": label,
                     "signature": signature,
                     "operators": sum(kinds.values()),
+                    "per_loop_step": sum(loops[signature].values()),
                     "most_frequent": ", ".join(
                         f"{kind} {count}" for kind, count in list(kinds.items())[:5]
                     ),
@@ -518,7 +523,7 @@ def print_tables(run, quick, repeats):
     print_table(
         "LiteRT: G2P files, interpreter operators per signature",
         operators,
-        ["model", "file", "signature", "operators", "most_frequent"],
+        ["model", "file", "signature", "operators", "per_loop_step", "most_frequent"],
     )
     print_table(
         "LiteRT: G2P end to end, text in and out, one process (words/s, latency per "

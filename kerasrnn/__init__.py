@@ -57,6 +57,7 @@ _NEEDS_TENSORFLOW = {
     "seq2seq": ("kerasrnn.seq2seq", None),
     "export_litert": ("kerasrnn.export.cell_litert", "export_litert"),
     "count_litert_operators": ("kerasrnn.export.converter", "count_litert_operators"),
+    "count_litert_loop_operators": ("kerasrnn.export.converter", "count_litert_loop_operators"),
 }
 
 __all__ = [
@@ -72,6 +73,7 @@ __all__ = [
     "SkipStackedCells",
     "TemporalSkipCell",
     "bptt",
+    "count_litert_loop_operators",
     "count_litert_operators",
     "explain_params",
     "export_litert",

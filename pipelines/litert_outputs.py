@@ -134,14 +134,18 @@ def litert_predictor(path: pathlib.Path) -> Predict:
 def litert_file_metrics(path: pathlib.Path, litert_quantize: str) -> dict[str, Any]:
     """What `metrics.json` says of the file itself: `litert_quantize`, the
     precision of its weights as `--litert-quantize` asked for it,
-    `litert_bytes`, its size, and `litert_operators`, signature -> the
-    number of interpreter operators it runs (`kerasrnn.count_litert_operators`),
-    which sets its time per call at batch 1."""
+    `litert_bytes`, its size, `litert_operators`, signature -> the number
+    of interpreter operators it holds (`kerasrnn.count_litert_operators`),
+    and `litert_loop_operators`, signature -> those of its `WHILE` loops,
+    run once per step (`kerasrnn.count_litert_loop_operators`; 0 for a
+    signature without a loop)."""
     operators = kerasrnn.count_litert_operators(path)
+    loops = kerasrnn.count_litert_loop_operators(path)
     return {
         "litert_quantize": litert_quantize,
         "litert_bytes": path.stat().st_size,
         "litert_operators": {key: sum(kinds.values()) for key, kinds in operators.items()},
+        "litert_loop_operators": {key: sum(kinds.values()) for key, kinds in loops.items()},
     }
 
 

@@ -10,7 +10,8 @@
   model which would fail at `invoke()` is never returned;
 - `write_atomically(path, content)`: the bytes appear at `path` whole or
   not at all;
-- `count_litert_operators(model)`: the operators each signature runs.
+- `count_litert_operators(model)`: the operators each signature runs, and
+  `count_litert_loop_operators(model)` those of its `WHILE` loops.
 
 Converting a traced function as it is keeps the variables as resources
 read inside a `WHILE` body (`READ_VARIABLE`), and the model fails at
@@ -52,6 +53,7 @@ __all__ = [
     "check_litert_path",
     "check_quantize",
     "convert_concrete_functions",
+    "count_litert_loop_operators",
     "count_litert_operators",
     "write_atomically",
 ]
@@ -358,19 +360,66 @@ def count_litert_operators(model: str | os.PathLike[str] | bytes) -> dict[str, d
         Signature key -> operator name (`"FULLY_CONNECTED"`, ...) -> how
         many the signature's graph holds, most frequent first. A `WHILE`
         counts as one operator: its condition and body are graphs of their
-        own, not counted.
+        own, which `count_litert_loop_operators` counts.
     """
+    parsed = _parsed(model)
+    return {
+        key: _tally(parsed, [subgraph])
+        for key, subgraph in _signature_subgraphs(parsed).items()
+    }
+
+
+def count_litert_loop_operators(
+    model: str | os.PathLike[str] | bytes,
+) -> dict[str, dict[str, int]]:
+    """The operators of each signature's `WHILE` loops, by kind: what one
+    more iteration of its loops runs.
+
+    Args:
+        model: A `.tflite` file's path, or its bytes.
+
+    Returns:
+        Signature key -> operator name -> how many the conditions and bodies
+        of the signature's loops hold, loops inside them included (empty
+        for a signature without a loop), most frequent first.
+    """
+    parsed = _parsed(model)
+    loop_kind = schema.BuiltinOperator.WHILE
+    counts = {}
+    for key, subgraph in _signature_subgraphs(parsed).items():
+        loops, pending = [], [subgraph]
+        while pending:
+            for op in pending.pop().operators:
+                if builtin(parsed, op) == loop_kind:
+                    options = op.builtinOptions
+                    called = [parsed.subgraphs[options.condSubgraphIndex],
+                              parsed.subgraphs[options.bodySubgraphIndex]]
+                    loops += called
+                    pending += called
+        counts[key] = _tally(parsed, loops)
+    return counts
+
+
+def _parsed(model: str | os.PathLike[str] | bytes) -> Any:
+    """The flatbuffer object tree of a `.tflite` file's path or bytes."""
     content = model if isinstance(model, bytes) else pathlib.Path(model).read_bytes()
-    parsed = schema.ModelT.InitFromPackedBuf(content, 0)
+    return schema.ModelT.InitFromPackedBuf(content, 0)
+
+
+def _signature_subgraphs(parsed: Any) -> dict[str, Any]:
+    """Signature key -> the subgraph it runs."""
+    subgraphs = {}
+    for signature in parsed.signatureDefs or []:
+        key = signature.signatureKey
+        key = key.decode() if isinstance(key, bytes) else key
+        subgraphs[key] = parsed.subgraphs[signature.subgraphIndex]
+    return subgraphs
+
+
+def _tally(parsed: Any, subgraphs: list[Any]) -> dict[str, int]:
+    """Operator name -> how many `subgraphs` hold, most frequent first."""
     operators = vars(schema.BuiltinOperator).items()
     names = {code: name for name, code in operators if not name.startswith("_")}
-    counts = {}
-    for signature in parsed.signatureDefs or []:
-        subgraph = parsed.subgraphs[signature.subgraphIndex]
-        kinds = [names[builtin(parsed, op)] for op in subgraph.operators]
-        tally = {name: kinds.count(name) for name in set(kinds)}
-        key = signature.signatureKey
-        counts[key.decode() if isinstance(key, bytes) else key] = dict(
-            sorted(tally.items(), key=lambda item: (-item[1], item[0]))
-        )
-    return counts
+    kinds = [names[builtin(parsed, op)] for subgraph in subgraphs for op in subgraph.operators]
+    tally = {name: kinds.count(name) for name in set(kinds)}
+    return dict(sorted(tally.items(), key=lambda item: (-item[1], item[0])))

@@ -28,10 +28,10 @@ The contract, for a client in any language:
   A source that is all padding gets the empty answer: only `pad_id`, score 0.
 - Buckets (optional): further signatures `source_N`, the same input and
   outputs with `max_source_length` N and a `max_target_length` of their
-  own, for sources of at most N tokens. The encoder and the beam search
-  are unrolled over those lengths, so short sources cost less; a client
-  calls the first bucket (shortest first) whose N holds the source. A
-  bucket's shorter `max_target_length` cuts a longer answer there.
+  own, for sources of at most N tokens. The encoder is unrolled over N
+  steps, so short sources cost less; a client calls the first bucket
+  (shortest first) whose N holds the source. A bucket's shorter
+  `max_target_length` cuts a longer answer there.
 - `vocabulary.json`, in the same directory:
   - `signature`, `inputs`, `outputs`: the names above;
   - `source_tokens`, `target_tokens`: token strings, a token's index in
@@ -61,28 +61,30 @@ The contract, for a client in any language:
 Why the graph has this shape: the encoder's recurrences step their cells
 through an unrolled loop of `max_source_length` steps
 (`kerasrnn.export.rnn_loop`'s, which also masks the backward direction
-right) and the beam search is a Python loop of `max_target_length` steps,
-so the file holds no `WHILE` loop and no tensor list. Measured against the
-same graphs with `WHILE` loops, the unrolled file is faster in large
-batches and slower at batch 1 (Deploying's Speed section gives the
-figures). An unrolled loop cannot stop early: every call runs all
-`max_target_length` steps (an ended hypothesis only appends padding, so the
-answer is the one `beam_search_decode` stops at). Every reshape keeps the
-batch as −1, so resizing the input resizes the whole graph.
+right): no `WHILE` loop and no tensor list there, where an encoder loop
+measured slower in large batches. The beam search is one `WHILE` loop of
+builtin operators that stops once every hypothesis has ended, as
+`beam_search_decode` does, so a call decodes as many steps as its longest
+answer needs, at most `max_target_length`; its body is one step's
+operators, held once in the file. Against the same search unrolled over
+all `max_target_length` steps, the loop gave the same answers and ran
+faster at batch 1 and level in large batches on the default g2p model
+(Deploying's Speed section gives the figures). Every reshape keeps the
+batch as −1, so resizing the input resizes the whole graph, the loop's
+body included.
 
 The beam search is `beam_search_decode`'s, the same code
 (`kerasrnn.seq2seq.beam`): `initial_beam`, then `beam_step` — candidates,
 scores with the length penalty, top-k, the placeholders that fill a beam
 wider than the hypotheses that exist, and the decoder states reordered by
-one gather each, by rows — then
-`rank_beam`, which asks the model to `rescore` (an ensemble's right-to-left
-members; `unrolled=True` steps them in a Python loop too) and ranks.
-`beam_search_decode` drives the step with a `tf.while_loop`, this module
-(`unrolled_beam_search`) with the Python loop, and only their bookkeeping
-differs: instead of reordering every hypothesis's tokens and α at every
-step, each step's tokens, α and parent rows are kept as they are, and
-one walk back from the last step reads the whole beam, of which the file
-returns the best.
+one gather each, by rows — then `rank_beam`, which asks the model to
+`rescore` (an ensemble's right-to-left members; `unrolled=True` steps them
+in a Python loop) and ranks. `beam_search_decode` and this module
+(`looped_beam_search`) both drive the step with a `tf.while_loop` under
+the same condition; only their bookkeeping differs: here each
+hypothesis's tokens and α are reordered whole at every step, in tensors
+of fixed shape, which at a file's lengths costs fewer operators than
+`beam_search_decode`'s slots.
 """
 
 from __future__ import annotations
@@ -103,11 +105,12 @@ from kerasrnn.export.converter import (
 from kerasrnn.export.rnn_loop import (
     traceable_for_litert,
 )
-from kerasrnn.seq2seq.beam import BeamStep, beam_step, initial_beam, rank_beam
+from kerasrnn.seq2seq.beam import BeamState, any_live, beam_step, initial_beam, rank_beam
 from kerasrnn.seq2seq.decoding import (
     DecodeResult,
     all_padding,
     check_decodable,
+    keep_shapes,
     read_left_to_right,
 )
 from kerasrnn.seq2seq.protocol import DecodableModel
@@ -338,7 +341,7 @@ def beam_search_graph(
 ) -> Callable[[TensorLike], dict[str, TensorLike]]:
     """The function one signature traces: `source_ids` `(batch, S)` int32,
     right-padded with `PAD_ID` (ids outside the source vocabulary read as
-    `UNKNOWN_ID`) -> the best hypothesis of `unrolled_beam_search` with B =
+    `UNKNOWN_ID`) -> the best hypothesis of `looped_beam_search` with B =
     `width`, T = `max_length` and α = `alpha`, as a dict: `target_ids`
     `(batch, T)` int32, `scores` `(batch,)` float32 and, with
     `with_alignments`, `alignments` `(batch, T, S)` float32."""
@@ -349,7 +352,7 @@ def beam_search_graph(
             source_ids,
             UNKNOWN_ID,
         )
-        beam = unrolled_beam_search(
+        beam = looped_beam_search(
             model, source_ids, width, max_length, alpha, with_alignments
         )
         best = {"target_ids": beam.sequences[:, 0], "scores": beam.scores[:, 0]}
@@ -360,7 +363,7 @@ def beam_search_graph(
     return serve
 
 
-def unrolled_beam_search(
+def looped_beam_search(
     model: DecodableModel,
     source_ids: TensorLike,
     width: int,
@@ -368,77 +371,76 @@ def unrolled_beam_search(
     alpha: float,
     with_alignments: bool,
 ) -> DecodeResult:
-    """`beam_step` (`kerasrnn.seq2seq.beam`) in a Python loop of
-    `max_length` steps: the whole beam, as `beam_search_decode` returns it.
+    """`beam_step` (`kerasrnn.seq2seq.beam`) in a `tf.while_loop` of at most
+    `max_length` steps, which stops once every hypothesis has ended: the
+    whole beam, as `beam_search_decode` returns it.
 
-    Each step's tokens, parent rows and α are kept as they are; one walk
-    back from the last step finds every hypothesis's ancestors, and one
-    gather reads its tokens (one more its α). That takes fewer operators
-    than reordering whole hypotheses at every step.
+    Each hypothesis's tokens and α are rows of `(batch·B, T)` and
+    `(batch·B, T, S)` tensors of fixed shape, reordered by the step's
+    parent rows (one `GATHER` each, none with B = 1) and written at column
+    t by a `SELECT_V2`: no tensor lists, no shape that changes from one
+    step to the next, so LiteRT allocates nothing inside the loop. Moving
+    the whole history at every step costs little at these lengths;
+    `beam_search_decode`, which serves longer ones, keeps α by slots
+    instead.
 
     Args:
         model: A `DecodableModel`.
         source_ids: `(batch, S)` int32 ids in the source vocabulary.
         width: B.
-        max_length: T, the steps unrolled.
+        max_length: T, the most steps.
         alpha: The length penalty α.
         with_alignments: Whether to return α (attention models).
 
     Returns:
         A `DecodeResult`, best first: sequences `(batch, B, T)` int32,
         log_probs and scores `(batch, B)` float32, and alignments `(batch,
-        B, T, S)` with `with_alignments` (else None).
+        B, T, S)` with `with_alignments` (else None); the steps the loop
+        did not run hold padding and zero α.
     """
     state, context = initial_beam(model, source_ids, width, all_padding(source_ids))
-    steps = []
-    for _ in range(max_length):
+    # Zeros of the batch's rows broadcast from the state, the batch left −1.
+    history = {"tokens": tf.zeros_like(state.tokens)[:, None] + tf.zeros([1, max_length], tf.int32)}
+    if with_alignments:
+        history["alignments"] = tf.zeros_like(state.log_probs)[:, :, None] + tf.zeros(
+            [1, max_length, source_ids.shape[1]]
+        )
+    columns = tf.range(max_length)
+
+    def step(
+        t: TensorLike, state: BeamState, history: dict[str, TensorLike]
+    ) -> tuple[TensorLike, BeamState, dict[str, TensorLike]]:
         stepped = beam_step(model, state, context, alpha, with_alignments)
-        steps.append(stepped)
-        state = stepped.state
-    by_step, every = walk_back(steps, with_alignments)
-    sequences = tf.reshape(tf.transpose(by_step), [-1, width, max_length])
+        at_t = tf.equal(columns, t)
+
+        def reorder(tensor: TensorLike) -> TensorLike:
+            return tensor if width == 1 else tf.gather(tensor, stepped.rows)
+
+        stepped_history = {
+            "tokens": tf.where(at_t, stepped.state.tokens[:, None], reorder(history["tokens"]))
+        }
+        if with_alignments:
+            # A hypothesis emitted its token with the α its parent computed.
+            stepped_history["alignments"] = tf.where(
+                at_t[:, None],
+                reorder(stepped.alignment)[:, None],
+                reorder(history["alignments"]),
+            )
+        return t + 1, stepped.state, stepped_history
+
+    _, state, history = tf.while_loop(
+        lambda t, state, _: (t < max_length) & any_live(state, model.target_vocabulary_size),
+        keep_shapes(step),
+        (tf.constant(0), state, history),
+    )
+    sequences = tf.reshape(history["tokens"], [-1, width, max_length])
     alignments = None
-    if every is not None:
-        # (T, batch·B, S) -> (batch, B, T, S).
+    if with_alignments:
         alignments = tf.reshape(
-            tf.transpose(every, [1, 0, 2]), [-1, width, max_length, every.shape[-1]]
+            history["alignments"], [-1, width, max_length, source_ids.shape[1]]
         )
     sequences, log_probs, scores, alignments = rank_beam(
         model, source_ids, sequences, state, alignments, alpha, unrolled=True
     )
     sequences, alignments = read_left_to_right(model, sequences, alignments)
     return DecodeResult(sequences, log_probs, scores, alignments)
-
-
-def walk_back(
-    steps: list[BeamStep], with_alignments: bool
-) -> tuple[TensorLike, TensorLike | None]:
-    """Every final hypothesis's tokens and α, step by step: `(T, batch·B)`
-    int32 and `(T, batch·B, S)` float32 (None without alignments), row r of
-    step t from the ancestor of the hypothesis in row r.
-
-    The ancestors are found by one gather per step, walking back from the
-    last; one gather then reads every step's tokens (one more its α). With
-    B = 1 each hypothesis is its own ancestor, and the steps are read as
-    they are.
-    """
-    tokens = [stepped.state.tokens for stepped in steps]
-    alignments = [stepped.alignment for stepped in steps] if with_alignments else None
-    if steps[0].parents.shape[1] == 1:
-        return tf.stack(tokens), None if alignments is None else tf.stack(alignments)
-    # `ancestors[t]` holds, for each hypothesis, its ancestor's row in the
-    # state after step t (the last step's are the hypotheses themselves),
-    # `computed_by[t]` the row of the state before step t that computed its α_t.
-    ancestors: list[TensorLike] = []
-    computed_by = [steps[-1].rows]
-    for stepped in reversed(steps[:-1]):
-        ancestors.insert(0, computed_by[0])
-        computed_by.insert(0, tf.gather(stepped.rows, computed_by[0]))
-    if ancestors:
-        earlier = tf.gather(tf.stack(tokens[:-1]), tf.stack(ancestors), batch_dims=1)
-        by_step = tf.concat([earlier, tokens[-1][None]], axis=0)
-    else:
-        by_step = tokens[-1][None]
-    if alignments is None:
-        return by_step, None
-    return by_step, tf.gather(tf.stack(alignments), tf.stack(computed_by), batch_dims=1)

@@ -1,13 +1,14 @@
 """Beam search's step, written once for its two drivers.
 
 `beam_search_decode` (`kerasrnn.seq2seq.decoding`, and through it
-`export_serving`'s SavedModel) runs `beam_step` in a `tf.while_loop`;
-`export_litert` (`kerasrnn.export.seq2seq_litert`) runs it in a Python loop of
-`max_target_length` steps, which converts to a LiteRT file without a `WHILE`
-loop. The drivers differ only in how they keep the hypotheses' tokens: the
-while loop reorders whole hypotheses at every step, the unrolled loop keeps
-each step's tokens and parent rows and walks back once at the end. Both
-start from `initial_beam` and end with `rank_beam`.
+`export_serving`'s SavedModel) and `export_litert`
+(`kerasrnn.export.seq2seq_litert`) both run `beam_step` in a
+`tf.while_loop` that stops once every hypothesis has ended; the LiteRT one
+converts to a `WHILE` loop of builtin operators. The drivers differ only in
+how they keep the hypotheses' α: `beam_search_decode` writes each step's α
+once and reorders small slots, the LiteRT loop reorders whole histories in
+tensors of fixed shape. Both start from `initial_beam` and end with
+`rank_beam`.
 
 The hypotheses live in a `BeamState`: B per example, each live (it may
 grow), ended (it emitted `<end>`) or a placeholder. Placeholders fill the
@@ -23,7 +24,7 @@ parent:
   −1e9).
 
 No status is stored: it is read where it is needed, which keeps the
-unrolled LiteRT graph small. A hypothesis whose last token is `<end>` or
+LiteRT loop's body small. A hypothesis whose last token is `<end>` or
 padding has ended (it is extended by padding only); a log-probability below
 `PLACEHOLDER_BELOW` (−5e8) marks a placeholder, since a real hypothesis's
 log-probability is far above it and a placeholder's at or below −1e9. A
@@ -115,10 +116,13 @@ def has_ended(tokens: TensorLike, vocabulary_size: int) -> TensorLike:
 
 
 def any_live(state: BeamState, vocabulary_size: int) -> TensorLike:
-    """Whether any hypothesis of `state` may still grow: neither ended nor a
-    placeholder."""
-    ended = has_ended(state.tokens, vocabulary_size)
-    return tf.reduce_any(tf.logical_not(ended | is_placeholder(state.log_probs)))
+    """Whether any hypothesis of `state` may still grow: neither ended (its
+    last token, looked up, is neither `<end>` nor padding) nor a
+    placeholder. The condition of both drivers' loops, where every
+    operator runs once per step."""
+    growing = [[token not in (PAD_ID, END_ID)] for token in range(vocabulary_size)]
+    real = state.log_probs >= PLACEHOLDER_BELOW
+    return tf.reduce_any(tf.gather(tf.constant(growing), state.tokens) & real)
 
 
 def repeat_rows(tensor: TensorLike, width: int) -> TensorLike:

@@ -347,7 +347,7 @@ class Seq2Seq(keras.Model):
         """
         source_ids = ops.cast(source_ids, "int32")
         mask = ops.not_equal(source_ids, PAD_ID)
-        x = self.source_embedding(source_ids)
+        x = self._embedded(self.source_embedding, source_ids)
         for layer in self.encoder[:-1]:
             x = layer(x, mask=mask, training=training)
         top_output, *final_states = self.encoder[-1](
@@ -430,7 +430,7 @@ class Seq2Seq(keras.Model):
             A `DecoderStep`: logits `(batch, V)`, the new states, and α_t
             `(batch, S)` float32 for an attention model (else None).
         """
-        pieces = [self._embedded(ops.cast(tokens, "int32"))]
+        pieces = [self._embedded(self.target_embedding, ops.cast(tokens, "int32"))]
         if self.uses_every_step:
             pieces.append(context["context"])
         output, new_states, alignment = self._decoder_attention.step(
@@ -439,19 +439,19 @@ class Seq2Seq(keras.Model):
         )
         return DecoderStep(self.output_projection(output), new_states, alignment)
 
-    def _embedded(self, tokens: TensorLike) -> TensorLike:
-        """E[y_{t-1}]: `(batch,)` int32 ids -> `(batch, e)` rows of the target
-        embedding, read by one gather.
+    @staticmethod
+    def _embedded(embedding: keras.layers.Embedding, ids: TensorLike) -> TensorLike:
+        """The rows of `embedding`'s table for int32 `ids` of any shape (a
+        shape `(…, e)`), read by one gather.
 
         Keras's `Embedding` reads ids below zero from the end of the table,
-        which costs three more operators per decoder step in an unrolled
-        LiteRT graph; token ids are never negative. A quantized embedding
-        keeps the layer's own call.
+        which costs three more operators in a LiteRT graph (per decoder
+        step, where the decoder's are unrolled); token ids are never
+        negative. A quantized embedding keeps the layer's own call.
         """
-        embedding = self.target_embedding
         if embedding.quantization_mode is not None:
-            return embedding(tokens)
-        return ops.cast(tf.gather(embedding.embeddings, tokens), embedding.compute_dtype)
+            return embedding(ids)
+        return ops.cast(tf.gather(embedding.embeddings, ids), embedding.compute_dtype)
 
     def context_for_beams(self, context: dict[str, Any], width: int) -> dict[str, Any]:
         """`context` for `width` consecutive hypotheses per example: c

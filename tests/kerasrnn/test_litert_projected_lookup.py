@@ -80,7 +80,12 @@ def test_decoder_steps_read_their_projected_embedding(tmp_path):
         model, path, letters, phonemes, beam_width=2, max_source_length=3, max_target_length=4
     )
     parsed = schema.ModelT.InitFromPackedBuf(path.read_bytes(), 0)
-    (subgraph,) = parsed.subgraphs
+    # The decoder steps in the body of the beam search's loop.
+    (loop,) = [
+        op for op in parsed.subgraphs[0].operators
+        if builtin(parsed, op) == schema.BuiltinOperator.WHILE
+    ]
+    subgraph = parsed.subgraphs[loop.builtinOptions.bodySubgraphIndex]
     # Lookups in a constant table (the states' reorder gathers computed rows).
     gathered = {
         int(op.outputs[0])

@@ -123,6 +123,7 @@ def test_run_writes_every_output(quick_run):
 
     listed = Interpreter(str(quick_run / "model.tflite"))._get_ops_details()
     assert metrics["litert_operators"] == {"serving_default": len(listed)}
+    assert metrics["litert_loop_operators"] == {"serving_default": 0}  # unrolled: no loop
     assert metrics["litert_test_rmse"] == pytest.approx(metrics["test_rmse"], rel=1e-5)
 
 

@@ -1,10 +1,13 @@
 """The g2p task: hand-worked WER/PER, the baseline, what a run prints, and a
 --quick run end to end."""
 
+import contextlib
+import io
 import json
 
 import keras
 import pytest
+import tensorflow as tf
 
 from kerasrnn import seq2seq
 from kerasrnn_pipelines import edit_distance, encoder_decoder
@@ -140,6 +143,16 @@ def test_no_stress_run_reports_the_scores_without_stress_only(tmp_path):
 
     listed = Interpreter(str(out / "model.tflite"))._get_ops_details()
     assert metrics["litert_operators"] == {"serving_default": len(listed)}
+    # The beam search's loop, its condition and body as TensorFlow's
+    # analyzer lists their graphs, after the first (the signature's).
+    report = io.StringIO()
+    with contextlib.redirect_stdout(report):
+        tf.lite.experimental.Analyzer.analyze(model_path=str(out / "model.tflite"))
+    graphs = report.getvalue().split("\nSubgraph#")[1:]
+    looped = sum(
+        line.lstrip().startswith("Op#") for graph in graphs[1:] for line in graph.splitlines()
+    )
+    assert len(graphs) == 3 and metrics["litert_loop_operators"] == {"serving_default": looped}
     # The model trained (and saved) with the loss the option asked for.
     assert keras.models.load_model(out / "model.keras").loss.label_smoothing == 0.2
     assert 0 <= metrics["test_per"] and "test_wer_stress" not in metrics

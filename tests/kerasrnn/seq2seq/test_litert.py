@@ -13,8 +13,8 @@ import tensorflow as tf
 
 import kerasrnn
 from kerasrnn import seq2seq
-from kerasrnn.export.converter import count_litert_operators
-from kerasrnn.export.seq2seq_litert import unrolled_beam_search
+from kerasrnn.export.converter import count_litert_loop_operators, count_litert_operators
+from kerasrnn.export.seq2seq_litert import looped_beam_search
 from tests.isolated import PROJECT, last_json, run_without
 
 LETTERS = list("abcdef")
@@ -326,15 +326,23 @@ def test_vocabulary_json_says_how_text_becomes_ids(exported):
 
 
 @pytest.mark.slow
-def test_files_hold_no_loop(exported):
-    """The encoder and the beam search are unrolled in every signature, a
-    rescorer whose attention feeds its cell included (the ensemble's)."""
+def test_files_loop_over_the_beam_search_only(exported):
+    """Every signature holds one `WHILE`, the beam search's; the encoder and
+    a rescorer whose attention feeds its cell (the ensemble's) are
+    unrolled. The loop's body is one step: its operators do not grow with
+    the target length."""
     _, directory, _, contracts, _ = exported
     for name in contracts:
-        operators = count_litert_operators(directory / name / "model.tflite")
-        assert set(operators) == set(contracts[name]), name
+        path = directory / name / "model.tflite"
+        operators = count_litert_operators(path)
+        loops = count_litert_loop_operators(path)
+        assert set(operators) == set(contracts[name]) == set(loops), name
         for signature, kinds in operators.items():
-            assert "WHILE" not in kinds, (name, signature)
+            assert kinds["WHILE"] == 1, (name, signature)
+            assert "WHILE" not in loops[signature], (name, signature)
+    # The bucket decodes 6 tokens at most, serving_default 8: the same body.
+    bucketed = count_litert_loop_operators(directory / "bahdanau" / "model.tflite")
+    assert bucketed["source_4"] == bucketed["serving_default"]
 
 
 @pytest.mark.slow
@@ -414,7 +422,7 @@ def tiny(attention=None, cell=kerasrnn.LSTMCell, **options):
 
 
 #: name -> a model of each configuration the exports take.
-UNROLLED_MODELS = {
+LITERT_MODELS = {
     "plain": lambda: tiny(),
     "bahdanau_bidirectional": lambda: tiny("bahdanau", bidirectional=True),
     "luong_input_feeding": lambda: tiny("luong", kerasrnn.GRUCell, input_feeding=True),
@@ -448,34 +456,35 @@ PADDED_SOURCES = np.array(
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", UNROLLED_MODELS)
-def test_unrolled_beam_search_holds_every_hypothesis_of_beam_search_decode(name):
+@pytest.mark.parametrize("name", LITERT_MODELS)
+def test_looped_beam_search_holds_every_hypothesis_of_beam_search_decode(name):
     """The file's beam search, traced in TensorFlow (no conversion) at a
-    free batch size as the export traces it, against `beam_search_decode`:
+    free batch size as the export traces it, against `beam_search_decode`
+    (the same step in another loop, with its own bookkeeping):
     every hypothesis of the beam with its log-probability, score and α.
     Width 7 is wider than the 5 emittable tokens allow in one step, so
     placeholders fill the beam; α = 1 and 2 rank by the length penalty."""
     keras.utils.set_random_seed(5)
-    model = UNROLLED_MODELS[name]()
+    model = LITERT_MODELS[name]()
     with_alignments = model.has_attention
     spec = tf.TensorSpec([None, PADDED_SOURCES.shape[1]], tf.int32)
     for width, alpha, steps in [(1, 0.0, 5), (3, 1.0, 5), (7, 0.0, 1), (7, 2.0, 5)]:
         expected = seq2seq.beam_search_decode(
             model, PADDED_SOURCES, width, steps, alpha, return_alignments=with_alignments
         )
-        unrolled = tf.function(
-            lambda ids, width=width, alpha=alpha, steps=steps: unrolled_beam_search(
+        looped = tf.function(
+            lambda ids, width=width, alpha=alpha, steps=steps: looped_beam_search(
                 model, ids, width, steps, alpha, with_alignments
             ),
             input_signature=[spec],
         )(PADDED_SOURCES)
-        np.testing.assert_array_equal(unrolled.sequences, expected.sequences)
-        np.testing.assert_allclose(unrolled.log_probs, expected.log_probs, atol=1e-6)
-        np.testing.assert_allclose(unrolled.scores, expected.scores, atol=1e-6)
+        np.testing.assert_array_equal(looped.sequences, expected.sequences)
+        np.testing.assert_allclose(looped.log_probs, expected.log_probs, atol=1e-6)
+        np.testing.assert_allclose(looped.scores, expected.scores, atol=1e-6)
         if with_alignments:
-            np.testing.assert_allclose(unrolled.alignments, expected.alignments, atol=1e-6)
+            np.testing.assert_allclose(looped.alignments, expected.alignments, atol=1e-6)
         else:
-            assert unrolled.alignments is None
+            assert looped.alignments is None
         if steps == 1:
             # One step: five hypotheses exist, two placeholders fill the
             # beam; the all-padding source has its empty answer first.
