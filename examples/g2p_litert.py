@@ -128,7 +128,7 @@ class Signatures:
     `CompiledModel` with XNNPACK's weight cache; large batches split between
     threads.
 
-    The file unrolls its loops, so each step's operators read the same
+    The file unrolls its encoder, so each step's operators read the same
     weight tensors. XNNPACK packs the weights of every operator on its own
     unless a weight cache is given: then the operators that read one tensor
     share one packed copy, small enough to stay in the processor's cache

@@ -161,13 +161,13 @@ def test_no_stress_run_reports_the_scores_without_stress_only(tmp_path):
 
 def test_litert_buckets_are_those_shorter_than_the_longest_word():
     words = [("cat", [("K", "AE1", "T")]), ("photographs", [("F", "OW1", "T", "AH0")])]
-    # 11 letters: the 8-letter bucket only, decoding 8 + 4 phonemes.
-    assert g2p.litert_buckets(words, max_target_length=20) == [(8, 12)]
-    # 13 letters: both, the 12-letter one cut to the run's max_target_length.
+    # 11 letters: the buckets of 6 and 8 letters, decoding 4 phonemes more.
+    assert g2p.litert_buckets(words, max_target_length=20) == [(6, 10), (8, 12)]
+    # 13 letters: the 12-letter one too, cut to the run's max_target_length.
     words.append(("encyclopedias", [("IH0", "N")]))
-    assert g2p.litert_buckets(words, max_target_length=15) == [(8, 12), (12, 15)]
-    # 8 letters: serving_default holds every word, no bucket is left.
-    assert g2p.litert_buckets(words[:1] + [("aardvark", [("AA1",)])], max_target_length=20) == []
+    assert g2p.litert_buckets(words, max_target_length=15) == [(6, 10), (8, 12), (12, 15)]
+    # 6 letters: serving_default holds every word, no bucket is left.
+    assert g2p.litert_buckets(words[:1] + [("aboard", [("AH0",)])], max_target_length=20) == []
 
 
 def test_the_start_line_names_the_model_the_words_and_the_epochs():
