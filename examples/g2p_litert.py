@@ -87,18 +87,26 @@ def not_one_export(run, detail):
     )
 
 
-def source_ids(text, vocabulary):
+def source_lookup(vocabulary):
+    """Source token -> id, for the tokens text can become: the reserved
+    tokens (padding, start, end, unknown) are never read from text."""
+    first = vocabulary["unknown_id"] + 1
+    tokens = vocabulary["source_tokens"]
+    return {token: index for index, token in enumerate(tokens) if index >= first}
+
+
+def source_ids(text, vocabulary, lookup=None):
     """`text` as source ids: stripped, lower-cased, split and looked up as
-    `vocabulary["source_text"]` says; tokens outside the vocabulary dropped."""
+    `vocabulary["source_text"]` says; tokens outside the vocabulary dropped.
+    `lookup` is `source_lookup(vocabulary)`, made once for many texts."""
     rules = vocabulary["source_text"]
     if rules["strip"]:
         text = text.strip()
     if rules["lowercase"]:
         text = text.lower()
     tokens = list(text) if rules["split"] == "characters" else text.split()
-    ids = {token: index for index, token in enumerate(vocabulary["source_tokens"])}
-    first = vocabulary["unknown_id"] + 1  # the reserved tokens are never read
-    return [ids[token] for token in tokens if ids.get(token, 0) >= first]
+    lookup = source_lookup(vocabulary) if lookup is None else lookup
+    return [lookup[token] for token in tokens if token in lookup]
 
 
 def target_text(target_ids, vocabulary):
@@ -254,7 +262,8 @@ def pronounce(signatures, vocabulary, words):
     calls of all buckets go together to `signatures.target_ids_of`
     (`Signatures`).
     """
-    sources = [source_ids(word, vocabulary) for word in words]
+    lookup = source_lookup(vocabulary)
+    sources = [source_ids(word, vocabulary, lookup) for word in words]
     answers = [None] * len(words)
     pending = list(range(len(words)))
     calls, callers = [], []
