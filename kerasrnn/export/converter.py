@@ -348,10 +348,10 @@ def count_litert_operators(model: str | os.PathLike[str] | bytes) -> dict[str, d
     """The operators each signature of a LiteRT file runs, by kind.
 
     Each operator costs the interpreter a small fixed time on top of its
-    arithmetic (for the default g2p model at batch 1, its 697 operators at
-    8 units take about a quarter of the time the 128-unit file takes, the
-    rest being arithmetic): many small operators make a slow file, but a
-    file's weights may cost more.
+    arithmetic (for the default g2p model at batch 1, the same operators at
+    8 units take about half the time the 128-unit file takes, the rest
+    being arithmetic): many small operators make a slow file, but a file's
+    weights may cost more.
 
     Args:
         model: A `.tflite` file's path, or its bytes.
