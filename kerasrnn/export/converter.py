@@ -42,6 +42,7 @@ from kerasrnn.export.flatbuffer_edits import builtin
 from kerasrnn.export.fused_lstm import without_cell_clip
 from kerasrnn.export.fused_rnn import as_sequence_rnn, elman_kernels
 from kerasrnn.export.projected_lookup import projected_lookups
+from kerasrnn.export.static_loops import static_loop_shapes
 from kerasrnn.export.variable_tensors import zeroed_on_every_call
 from kerasrnn.keras_internals import sublayers
 from kerasrnn.native_output import held_back_stderr
@@ -203,13 +204,16 @@ def _finished(content: bytes, model: Any) -> bytes:
     RNN operators (`kerasrnn.export.fused_rnn`), the operators' states
     zeroed at every call (`kerasrnn.export.variable_tensors`), embedding
     lookups and their projections folded into one lookup
-    (`kerasrnn.export.projected_lookup`)."""
+    (`kerasrnn.export.projected_lookup`), `WHILE` loops without unknown
+    dimensions, which LiteRT then runs in its static mode
+    (`kerasrnn.export.static_loops`)."""
     parsed = schema.ModelT.InitFromPackedBuf(content, 0)
     changed = without_cell_clip(parsed)
     if model is not None:
         changed |= as_sequence_rnn(parsed, elman_kernels(model))
     changed |= zeroed_on_every_call(parsed)
     changed |= projected_lookups(parsed)
+    changed |= static_loop_shapes(parsed)
     return bytes(convert_object_to_bytearray(parsed)) if changed else content
 
 

@@ -5,11 +5,13 @@ arguments it refuses."""
 
 import functools
 import json
+import pathlib
 
 import keras
 import numpy as np
 import pytest
 import tensorflow as tf
+from tensorflow.lite.python import schema_py_generated as schema
 
 import kerasrnn
 from kerasrnn import seq2seq
@@ -17,21 +19,30 @@ from kerasrnn.export.converter import count_litert_loop_operators, count_litert_
 from kerasrnn.export.seq2seq_litert import looped_beam_search
 from tests.isolated import PROJECT, last_json, run_without
 
+CLIENT = pathlib.Path(__file__).resolve().parents[3] / "examples" / "g2p_litert.py"
+
 LETTERS = list("abcdef")
 PHONES = ["AA", "B", "K", "D", "EH", "F"]
 SOURCE_LENGTH, TARGET_LENGTH = 7, 8
 # A bucket for sources of at most 4 letters, decoding at most 6 phonemes.
 BUCKET = (4, 6)
 RUNNER = """
+import importlib.util
 import json
 import sys
 
 import numpy as np
 from ai_edge_litert.interpreter import Interpreter
 
+# The example client's `Signatures`: LiteRT's `CompiledModel`, as served.
+spec = importlib.util.spec_from_file_location("client", sys.argv[2])
+client = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(client)
+
 jobs, report = json.load(open(sys.argv[1])), {}
 for name, job in jobs.items():
     interpreter = Interpreter(job["file"])
+    compiled = client.Signatures(job["file"])
     contract = {}
     for key in interpreter.get_signature_list():
         runner = interpreter.get_signature_runner(key)
@@ -49,6 +60,12 @@ for name, job in jobs.items():
         batched = runner(source_ids=source_ids)
         # The runner resizes the batch dimension to each call's rows.
         one_by_one = [runner(source_ids=row[None]) for row in source_ids]
+        # The compiled model too, from the batch to one row and back.
+        compiled_ids = [
+            compiled.target_ids(key, source_ids),
+            np.concatenate([compiled.target_ids(key, row[None]) for row in source_ids]),
+            compiled.target_ids(key, source_ids),
+        ]
         np.savez(
             job["outputs"][key],
             **batched,
@@ -56,6 +73,7 @@ for name, job in jobs.items():
                 "single_" + output: np.concatenate([single[output] for single in one_by_one])
                 for output in batched
             },
+            compiled_target_ids=np.stack(compiled_ids),
         )
     report[name] = contract
 print(json.dumps(report))
@@ -197,7 +215,9 @@ def exported(tmp_path_factory):
             "outputs": {key: str(directory / name / f"{key}.npz") for key in inputs},
         }
     (directory / "jobs.json").write_text(json.dumps(jobs))
-    contracts = last_json(run_without(PROJECT + ("tensorflow",), RUNNER, directory / "jobs.json"))
+    contracts = last_json(
+        run_without(PROJECT + ("tensorflow",), RUNNER, directory / "jobs.json", CLIENT)
+    )
     outputs = {
         name: {key: dict(np.load(path)) for key, path in job["outputs"].items()}
         for name, job in jobs.items()
@@ -225,9 +245,12 @@ def test_best_hypothesis_is_beam_search_decode(exported, name):
         np.testing.assert_allclose(served["alignments"], result.alignments[:, 0], atol=1e-5)
     else:
         assert "alignments" not in served
-    # Batch 1, resized row by row, answers as the batch did.
+    # Batch 1, resized row by row, answers as the batch did; so does the
+    # compiled model, resized from the batch to one row and back.
     for output in ("target_ids", "scores"):
         np.testing.assert_allclose(served["single_" + output], served[output], atol=1e-5)
+    for compiled in served["compiled_target_ids"]:
+        np.testing.assert_array_equal(compiled, served["target_ids"])
 
 
 @pytest.mark.slow
@@ -343,6 +366,37 @@ def test_files_loop_over_the_beam_search_only(exported):
     # The bucket decodes 6 tokens at most, serving_default 8: the same body.
     bucketed = count_litert_loop_operators(directory / "bahdanau" / "model.tflite")
     assert bucketed["source_4"] == bucketed["serving_default"]
+
+
+@pytest.mark.slow
+def test_loops_hold_no_unknown_dimension(exported):
+    """The loops' tensors carry no −1 (the signature's free batch) in their
+    shape signatures, with which `TOPK_V2` would make its outputs dynamic
+    and LiteRT run the loop in its dynamic mode; the main graphs keep
+    theirs, so the batch stays free (the answers at batch 12 and 1 above)."""
+    _, directory, _, contracts, _ = exported
+    for name in contracts:
+        content = (directory / name / "model.tflite").read_bytes()
+        model = schema.ModelT.InitFromPackedBuf(content, 0)
+        loops = {
+            index
+            for subgraph in model.subgraphs
+            for operator in subgraph.operators
+            if model.operatorCodes[operator.opcodeIndex].builtinCode
+            == schema.BuiltinOperator.WHILE
+            for index in (
+                operator.builtinOptions.condSubgraphIndex,
+                operator.builtinOptions.bodySubgraphIndex,
+            )
+        }
+        assert len(loops) == 2 * len(contracts[name]), name
+        for index, subgraph in enumerate(model.subgraphs):
+            unknown = [
+                tensor.name
+                for tensor in subgraph.tensors
+                if tensor.shapeSignature is not None and (tensor.shapeSignature < 0).any()
+            ]
+            assert bool(unknown) == (index not in loops), (name, index, unknown[:3])
 
 
 @pytest.mark.slow
