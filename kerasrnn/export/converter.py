@@ -41,6 +41,7 @@ from kerasrnn.allowed import QUANTIZE_OPTIONS
 from kerasrnn.export.flatbuffer_edits import builtin
 from kerasrnn.export.fused_lstm import without_cell_clip
 from kerasrnn.export.fused_rnn import as_sequence_rnn, elman_kernels
+from kerasrnn.export.identity_slices import without_identity_slices
 from kerasrnn.export.projected_lookup import projected_lookups
 from kerasrnn.export.static_loops import static_loop_shapes
 from kerasrnn.export.variable_tensors import zeroed_on_every_call
@@ -206,7 +207,8 @@ def _finished(content: bytes, model: Any) -> bytes:
     lookups and their projections folded into one lookup
     (`kerasrnn.export.projected_lookup`), `WHILE` loops without unknown
     dimensions, which LiteRT then runs in its static mode
-    (`kerasrnn.export.static_loops`)."""
+    (`kerasrnn.export.static_loops`), and no slice that copies its input
+    whole (`kerasrnn.export.identity_slices`)."""
     parsed = schema.ModelT.InitFromPackedBuf(content, 0)
     changed = without_cell_clip(parsed)
     if model is not None:
@@ -214,6 +216,7 @@ def _finished(content: bytes, model: Any) -> bytes:
     changed |= zeroed_on_every_call(parsed)
     changed |= projected_lookups(parsed)
     changed |= static_loop_shapes(parsed)
+    changed |= without_identity_slices(parsed)
     return bytes(convert_object_to_bytearray(parsed)) if changed else content
 
 

@@ -4,7 +4,8 @@ The exporters finish some of what LiteRT's converter writes (the states of
 its sequence operators, `kerasrnn.export.variable_tensors`; the sequence
 operators themselves, `kerasrnn.export.fused_rnn`; a lookup and its
 projection, `kerasrnn.export.projected_lookup`; the shapes of `WHILE`
-loops, `kerasrnn.export.static_loops`) by editing the parsed
+loops, `kerasrnn.export.static_loops`; slices that copy their input,
+`kerasrnn.export.identity_slices`) by editing the parsed
 model (`schema_py_generated.ModelT`) and serializing it again:
 
 - `builtin(model, operator)`: the kind of an operator;

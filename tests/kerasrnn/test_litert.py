@@ -622,6 +622,34 @@ def test_convert_concrete_functions_keeps_every_signature_and_name():
     np.testing.assert_array_equal(doubled["doubled"], [2, -8])
 
 
+def test_slices_that_copy_their_input_are_removed():
+    """`x[:, None]` converts to a RESHAPE and a STRIDED_SLICE that copies its
+    result whole, which the export removes; a slice that takes part of its
+    input stays. Both files answer as NumPy at two batch sizes."""
+    import tensorflow as tf
+    from ai_edge_litert.interpreter import Interpreter
+
+    @tf.function(input_signature=[tf.TensorSpec((None, 3), tf.float32, name="x")])
+    def new_axis(x):
+        return {"y": x[:, None] * 2.0}
+
+    @tf.function(input_signature=[tf.TensorSpec((None, 3), tf.float32, name="x")])
+    def tail(x):
+        return {"y": x[:, None, 1:] * 2.0}
+
+    for function, reference, slices in (
+        (new_axis, lambda x: x[:, None] * 2, 0),
+        (tail, lambda x: x[:, None, 1:] * 2, 1),
+    ):
+        content = convert_concrete_functions({"serving_default": function.get_concrete_function()})
+        kinds = kerasrnn.count_litert_operators(content)["serving_default"]
+        assert kinds.get("STRIDED_SLICE", 0) == slices, kinds
+        runner = Interpreter(model_content=content).get_signature_runner()
+        for rows in (1, 4):
+            x = np.arange(3 * rows, dtype="float32").reshape(rows, 3)
+            np.testing.assert_array_equal(runner(x=x)["y"], reference(x))
+
+
 def test_convert_concrete_functions_wants_dict_outputs():
     import tensorflow as tf
 
