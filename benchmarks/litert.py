@@ -158,6 +158,8 @@ def export_variants(directory, model, letters, phonemes, config, train_words, qu
             "beam_width": config.beam_width,
             "length_penalty": config.length_penalty,
             "buckets": buckets,
+            # As the runs export (`kerasrnn_pipelines.encoder_decoder`).
+            "alignments": False,
             **lengths,
             **change,
         }
@@ -357,6 +359,7 @@ def time_share_rows(quick, repeats):
             seq2seq.export_litert(
                 model, path / "model.tflite", letters, phonemes,
                 beam_width=config.beam_width, max_source_length=8, max_target_length=12,
+                alignments=False,
             )
             counted = kerasrnn.count_litert_operators(path / "model.tflite")["serving_default"]
             operators[label] = sum(counted.values())

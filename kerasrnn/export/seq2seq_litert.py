@@ -20,7 +20,8 @@ The contract, for a client in any language:
   - `scores`, float32 `[batch]`: what the beam ranked it by, log p(y | x)
     (`eq:rnn-seq2seq`, `end_id` included) divided by the length penalty
     ((5 + L) / 6)^α, plus an ensemble's right-to-left rescoring;
-  - for attention models only, `alignments`, float32 `[batch,
+  - for attention models exported with `alignments=True` (the default)
+    only, `alignments`, float32 `[batch,
     max_target_length, max_source_length]`: row t is the attention α_t
     with which token t of `target_ids` was emitted (the `end_id` row
     included), zero on padding columns and after the answer.
@@ -131,7 +132,7 @@ from kerasrnn.seq2seq.vocabulary import (
     check_vocabularies,
 )
 from kerasrnn.types import TensorLike
-from kerasrnn.validation import check_positive_int
+from kerasrnn.validation import check_bool, check_positive_int
 
 #: The signature of the full lengths.
 SIGNATURE = "serving_default"
@@ -156,6 +157,7 @@ def export_litert(
     text: TextSpec | None = None,
     buckets: Sequence[tuple[int, int]] = (),
     quantize: str | None = None,
+    alignments: bool = True,
     beam_width: int | Unset = UNSET,
     length_penalty: float | Unset = UNSET,
     max_source_length: int | Unset = UNSET,
@@ -199,6 +201,12 @@ def export_litert(
             tokens: fewer unrolled steps for short sources.
         quantize: None (float32), `"float16"` or `"dynamic_int8"`
             (`kerasrnn.export.converter.QUANTIZE_OPTIONS`).
+        alignments: Whether the signatures of an attention model give
+            `alignments`, the α of each answer token. Without them the beam
+            search carries no α from step to step: 6 operators fewer per
+            step of the default g2p model, 1.05 times as fast at batch 1,
+            the same `target_ids` and `scores`. Models without attention
+            give none either way.
         beam_width: A shortcut for `decoding`'s field.
         length_penalty: A shortcut for `decoding`'s field.
         max_source_length: A shortcut for `decoding`'s field.
@@ -243,6 +251,7 @@ def export_litert(
         TextSpec, "text", text, {"split": split, "lowercase": lowercase, "separator": separator}
     )
     quantize = check_quantize(quantize)
+    alignments = check_bool("alignments", alignments)
     path = check_litert_path(path)
     vocabulary_path = path.parent / VOCABULARY_FILE
     if vocabulary_path.is_dir():
@@ -252,7 +261,7 @@ def export_litert(
             f"{str(vocabulary_path)!r}"
         )
 
-    with_alignments = model.has_attention
+    with_alignments = model.has_attention and alignments
     functions = {}
     for name, (source_length, target_length) in lengths.items():
         spec = tf.TensorSpec([None, source_length], tf.int32, name="source_ids")

@@ -6,8 +6,9 @@ condition are prepared once per call, and each step copies the loop's
 tensors and runs the body's operators. In the dynamic mode, taken when any
 tensor of the body is dynamic (sized only as it runs), each step resizes
 the body's inputs, which prepares every operator of the body again and
-reallocates its tensors: for a seq2seq export's beam search, a step of
-about 55 operators, that bookkeeping was about a sixth of a batch-1 call.
+reallocates its tensors. For the default g2p model's beam search (a step
+of about 55 operators) the static mode made a batch-1 call 1.085 times as
+fast in dynamic int8 and 1.02 times in float32, with the same answers.
 
 A converted loop's tensors keep the unknown batch of the signature as −1 in
 their shape signatures, and some kernels make their outputs dynamic for an

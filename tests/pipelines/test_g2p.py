@@ -260,6 +260,8 @@ def test_quick_run_beats_its_baseline_writes_outputs_and_serves_without_kerasrnn
     # A quick run's file holds serving_default alone: no word-length buckets.
     vocabulary = json.loads((out / "vocabulary.json").read_text())
     assert [bucket["signature"] for bucket in vocabulary["buckets"]] == ["serving_default"]
+    # The run's file gives no alignments, which its client does not read.
+    assert vocabulary["outputs"] == ["target_ids", "scores"]
     # Both files were exported with the same specs: the SavedModel reads as
     # many letters as the LiteRT file, and decodes with the run's beam.
     specs = json.loads((out / "saved_model" / "assets.extra" / "specs.json").read_text())

@@ -193,6 +193,8 @@ def exported(tmp_path_factory):
     jobs, vocabularies = {}, {}
     exports = {name: (model, options, None) for name, (model, options) in built.items()}
     exports["luong_int8"] = (built["luong"][0], built["luong"][1], "dynamic_int8")
+    bahdanau, options = built["bahdanau"]
+    exports["bahdanau_without_alignments"] = (bahdanau, {**options, "alignments": False}, None)
     for name, (model, options, quantize) in exports.items():
         (directory / name).mkdir()
         path = directory / name / "model.tflite"
@@ -300,12 +302,12 @@ def test_out_of_vocabulary_ids_read_as_unknown(exported):
 def test_contract_read_back_from_the_file(exported):
     built, _, _, contracts, _ = exported
     for name, contract in contracts.items():
-        model = built[name.removesuffix("_int8")][0]
+        model = built[name.removesuffix("_int8").removesuffix("_without_alignments")][0]
         outputs = {
             "target_ids": ["int32", [-1, TARGET_LENGTH]],
             "scores": ["float32", [-1]],
         }
-        if model.has_attention:
+        if model.has_attention and not name.endswith("_without_alignments"):
             outputs["alignments"] = ["float32", [-1, TARGET_LENGTH, SOURCE_LENGTH]]
         assert contract["serving_default"] == {
             "inputs": {"source_ids": ["int32", [-1, SOURCE_LENGTH]]},
@@ -400,6 +402,28 @@ def test_loops_hold_no_unknown_dimension(exported):
 
 
 @pytest.mark.slow
+def test_without_alignments_the_same_answers_in_fewer_operators(exported):
+    """`alignments=False`: no `alignments` output, the same ids and scores
+    as the file with them (held to `beam_search_decode` above), and a loop
+    step that carries no α."""
+    _, directory, vocabularies, contracts, outputs = exported
+    assert vocabularies["bahdanau_without_alignments"]["outputs"] == ["target_ids", "scores"]
+    for key, signature in contracts["bahdanau_without_alignments"].items():
+        assert sorted(signature["outputs"]) == ["scores", "target_ids"], key
+        with_alignments = outputs["bahdanau"][key]
+        without = outputs["bahdanau_without_alignments"][key]
+        np.testing.assert_array_equal(without["target_ids"], with_alignments["target_ids"])
+        np.testing.assert_allclose(without["scores"], with_alignments["scores"], atol=1e-6)
+        assert "alignments" not in without
+    steps = {
+        name: count_litert_loop_operators(directory / name / "model.tflite")["serving_default"]
+        for name in ("bahdanau", "bahdanau_without_alignments")
+    }
+    steps = {name: sum(kinds.values()) for name, kinds in steps.items()}
+    assert steps["bahdanau_without_alignments"] < steps["bahdanau"], steps
+
+
+@pytest.mark.slow
 def test_dynamic_int8_keeps_the_contract(exported):
     _, _, _, contracts, outputs = exported
     assert contracts["luong_int8"] == contracts["luong"]
@@ -431,6 +455,7 @@ BAD_ARGUMENTS = [
     ({"split": "letters"}, ValueError, "split"),
     ({"separator": None}, ValueError, "separator"),
     ({"lowercase": "yes"}, ValueError, "lowercase"),
+    ({"alignments": "no"}, ValueError, "alignments"),
 ]
 
 
