@@ -78,10 +78,11 @@ def _copies_its_input(model: Any, subgraph: Any, operator: Any) -> bool:
     result = subgraph.tensors[int(operator.outputs[0])]
     if not np.array_equal(source.shape, result.shape) or not _same_signature(source, result):
         return False
-    bounds = [constant_value(model, subgraph, int(index)) for index in operator.inputs[1:4]]
-    if any(bound is None for bound in bounds):
+    begin, end, strides = (
+        constant_value(model, subgraph, int(index)) for index in operator.inputs[1:4]
+    )
+    if begin is None or end is None or strides is None:
         return False
-    begin, end, strides = bounds
     sizes = source.shape if source.shapeSignature is None else source.shapeSignature
     for axis, size in enumerate(sizes):
         starts_at_0 = options.beginMask >> axis & 1 or begin[axis] == 0

@@ -44,7 +44,7 @@ def static_loop_shapes(model: Any) -> bool:
     Returns:
         Whether a tensor had an unknown dimension in its shape signature.
     """
-    loops = set()
+    loops: set[int] = set()
     for subgraph in model.subgraphs:
         for operator in subgraph.operators:
             if builtin(model, operator) == schema.BuiltinOperator.WHILE:

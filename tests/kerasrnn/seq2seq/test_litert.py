@@ -193,8 +193,8 @@ def exported(tmp_path_factory):
     jobs, vocabularies = {}, {}
     exports = {name: (model, options, None) for name, (model, options) in built.items()}
     exports["luong_int8"] = (built["luong"][0], built["luong"][1], "dynamic_int8")
-    bahdanau, options = built["bahdanau"]
-    exports["bahdanau_without_alignments"] = (bahdanau, {**options, "alignments": False}, None)
+    luong, options = built["luong"]
+    exports["luong_without_alignments"] = (luong, {**options, "alignments": False}, None)
     for name, (model, options, quantize) in exports.items():
         (directory / name).mkdir()
         path = directory / name / "model.tflite"
@@ -407,20 +407,20 @@ def test_without_alignments_the_same_answers_in_fewer_operators(exported):
     as the file with them (held to `beam_search_decode` above), and a loop
     step that carries no α."""
     _, directory, vocabularies, contracts, outputs = exported
-    assert vocabularies["bahdanau_without_alignments"]["outputs"] == ["target_ids", "scores"]
-    for key, signature in contracts["bahdanau_without_alignments"].items():
+    assert vocabularies["luong_without_alignments"]["outputs"] == ["target_ids", "scores"]
+    for key, signature in contracts["luong_without_alignments"].items():
         assert sorted(signature["outputs"]) == ["scores", "target_ids"], key
-        with_alignments = outputs["bahdanau"][key]
-        without = outputs["bahdanau_without_alignments"][key]
+        with_alignments = outputs["luong"][key]
+        without = outputs["luong_without_alignments"][key]
         np.testing.assert_array_equal(without["target_ids"], with_alignments["target_ids"])
         np.testing.assert_allclose(without["scores"], with_alignments["scores"], atol=1e-6)
         assert "alignments" not in without
     steps = {
         name: count_litert_loop_operators(directory / name / "model.tflite")["serving_default"]
-        for name in ("bahdanau", "bahdanau_without_alignments")
+        for name in ("luong", "luong_without_alignments")
     }
     steps = {name: sum(kinds.values()) for name, kinds in steps.items()}
-    assert steps["bahdanau_without_alignments"] < steps["bahdanau"], steps
+    assert steps["luong_without_alignments"] < steps["luong"], steps
 
 
 @pytest.mark.slow
