@@ -292,3 +292,24 @@ def test_a_dynamic_int8_elman_layer_is_fused_on_its_int8_weights(tmp_path):
     w = gate_blocks(cell.kernel.numpy(), cell.recurrent_kernel.numpy(), cell.bias.numpy(), 1)
     expected, _ = run(functools.partial(elman_step, w), batch, [np.zeros((BATCH, units))])
     np.testing.assert_allclose(runner(x=batch)[output], expected[:, -1], atol=0.05)
+
+
+@pytest.mark.slow
+def test_the_compiled_model_refuses_a_fused_file_and_runs_the_loop(tmp_path):
+    # What the docs tell a client on LiteRT's CompiledModel: a fused file
+    # holds variable tensors, which it does not load; fused=False does.
+    from ai_edge_litert.compiled_model import CompiledModel
+
+    model = recurrent_model("elman", "forward", 3)
+    fused = kerasrnn.export_litert(model, tmp_path / "fused.tflite")
+    looped = kerasrnn.export_litert(model, tmp_path / "looped.tflite", fused=False)
+    assert FUSED_RNN in operators(fused) and FUSED_RNN not in operators(looped)
+    with pytest.raises(RuntimeError, match="Failed to load model"):
+        CompiledModel.from_file(str(fused))
+    compiled = CompiledModel.from_file(str(looped))
+    x = np.random.default_rng(3).normal(size=(BATCH, 3, FEATURES)).astype("float32")
+    inputs, outputs = compiled.create_input_buffers(0), compiled.create_output_buffers(0)
+    inputs[0].write(x)
+    compiled.run_by_index(0, inputs, outputs)
+    answer = outputs[0].read(BATCH * 3 * UNITS, np.float32).reshape(BATCH, 3, UNITS)
+    np.testing.assert_allclose(answer, reference(model, x, "forward", True), atol=1e-5)
