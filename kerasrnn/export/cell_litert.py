@@ -404,8 +404,9 @@ def export_litert(
     file zeroes them at the start of every call, so a call never depends on
     the one before. They keep them in LiteRT *variable tensors*, which
     LiteRT's `Interpreter` runs and its `CompiledModel` (ai-edge-litert
-    2.3.0) refuses to load ("Variable tensors not yet supported"): for a
-    client on the `CompiledModel`, export with `fused=False`.
+    2.3.0) refuses to load (a `RuntimeError`, "Failed to load model from
+    file", after "Variable tensors not yet supported" in LiteRT's log):
+    for a client on the `CompiledModel`, export with `fused=False`.
 
     With `streaming=True` the file has a second signature, `step`, that
     runs the model one time step at a time at constant memory, its
