@@ -128,9 +128,9 @@ def g2p_model(run, quick):
     return name, model, letters, phonemes, config, splits["train"], saved_model
 
 
-def export_variants(directory, model, letters, phonemes, config, train_words, quick):
+def export_variants(directory, model, letters, phonemes, config, train_words, quick, labels=None):
     """The LiteRT files compared: `{label: directory}`, each holding
-    `model.tflite` and `vocabulary.json`."""
+    `model.tflite` and `vocabulary.json`; only those of `labels` when given."""
     from kerasrnn import seq2seq
     from kerasrnn_pipelines.tasks import g2p
 
@@ -152,6 +152,8 @@ def export_variants(directory, model, letters, phonemes, config, train_words, qu
                 "float32, beam 1": {"beam_width": 1},
             }
         )
+    if labels is not None:
+        variants = {label: variants[label] for label in labels}
     exported = {}
     for label, change in variants.items():
         options = {

@@ -138,6 +138,57 @@ def test_quick_benchmark_prints_every_table():
         assert int(row.group(1)) < int(row.group(2))
 
 
+@pytest.mark.slow
+def test_quick_pauses_benchmark_prints_its_tables():
+    from benchmarks import pauses
+
+    result = subprocess.run(
+        [sys.executable, "-m", "benchmarks.pauses", "--quick"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    out = result.stdout
+    # One row per pause, in order; the last column is the first call's
+    # median over the others', each printed to 0.01.
+    ways = "|".join(sorted({way for way, _ in pauses.PAUSES}))
+    rows = re.findall(
+        rf"^\| float32 \| ({ways}) \| ([\d.]+) \| ([\d.,]+) \| ([\d.,]+) \| ([\d.]+) \|$",
+        out,
+        re.MULTILINE,
+    )
+    assert [(way, float(ms)) for way, ms, *_ in rows] == list(pauses.PAUSES), out[-3000:]
+    for *_, first, later, ratio in rows:
+        first, later = (float(value.replace(",", "")) for value in (first, later))
+        assert 0 < later and float(ratio) == pytest.approx(first / later, abs=0.006)
+    # The turns with g2p-en, or the reason they are left out.
+    turns = re.findall(r"^\| float32 \| (alone|\d+ words?) \| (\d) \| ", out, re.MULTILINE)
+    if "The table of turns with g2p-en is left out: g2p-en" in out:
+        assert turns == []
+    else:
+        assert turns == [
+            (pauses.turns_of(length), repeat)
+            for repeat in ("1", "2")
+            for length in pauses.TURN_LENGTHS
+        ]
+
+
+def test_pauses_refuses_repeats_below_one():
+    result = subprocess.run(
+        [sys.executable, "-m", "benchmarks.pauses", "--repeats", "0"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines()[-1].endswith(
+        "--repeats must be a positive integer; received 0"
+    )
+
+
 def test_evenly_spaced_batches_cover_the_epoch():
     assert input_pipeline.evenly_spaced(list(range(10)), 3) == [0, 3, 6]
     assert input_pipeline.evenly_spaced(list(range(9)), 3) == [0, 3, 6]
