@@ -11,15 +11,20 @@ from benchmarks import input_pipeline
 PIPELINE_TASKS = ("forecast", "classify", "charlm", "tag")
 
 
-@pytest.mark.slow
-def test_quick_benchmark_prints_every_table():
-    result = subprocess.run(
-        [sys.executable, "-m", "benchmarks", "--quick"],
+def run_benchmark(module, *arguments, timeout):
+    """`python -m module arguments...` run to its end: its CompletedProcess."""
+    return subprocess.run(
+        [sys.executable, "-m", module, *arguments],
         capture_output=True,
         text=True,
-        timeout=900,
+        timeout=timeout,
         check=False,
     )
+
+
+@pytest.mark.slow
+def test_quick_benchmark_prints_every_table():
+    result = run_benchmark("benchmarks", "--quick", timeout=900)
     assert result.returncode == 0, result.stderr[-3000:]
     out = result.stdout
     assert "kerasrnn cell vs Keras built-in" in out
@@ -142,13 +147,7 @@ def test_quick_benchmark_prints_every_table():
 def test_quick_pauses_benchmark_prints_its_tables():
     from benchmarks import pauses
 
-    result = subprocess.run(
-        [sys.executable, "-m", "benchmarks.pauses", "--quick"],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
+    result = run_benchmark("benchmarks.pauses", "--quick", timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
     out = result.stdout
     # One row per pause, in order; the last column is the first call's
@@ -176,13 +175,7 @@ def test_quick_pauses_benchmark_prints_its_tables():
 
 
 def test_pauses_refuses_repeats_below_one():
-    result = subprocess.run(
-        [sys.executable, "-m", "benchmarks.pauses", "--repeats", "0"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    result = run_benchmark("benchmarks.pauses", "--repeats", "0", timeout=120)
     assert result.returncode == 2
     assert result.stderr.strip().splitlines()[-1].endswith(
         "--repeats must be a positive integer; received 0"
