@@ -137,9 +137,11 @@ def turn_rows(files, predict, words, repeats):
         for label, pronounce in files.items():
             for length in TURN_LENGTHS:
                 if length is None:
-                    file_seconds = per_call_seconds({"file": pronounce}, chunks, len(chunks), 1)
-                    seconds = per_call_seconds({"g2p-en": g2p_en}, chunks, len(chunks), 1)
-                    seconds.update(file_seconds)
+                    # A contender measured on its own answers every word in a row.
+                    seconds = {
+                        **per_call_seconds({"file": pronounce}, chunks, len(chunks)),
+                        **per_call_seconds({"g2p-en": g2p_en}, chunks, len(chunks)),
+                    }
                 else:
                     contenders = {"file": pronounce, "g2p-en": g2p_en}
                     seconds = per_call_seconds(contenders, chunks, len(chunks), length)
