@@ -72,7 +72,8 @@ def python_beam_search(model, source_ids, beam_width, max_length):
         log_probs[finished] = -np.inf
         log_probs[finished, seq2seq.PAD_ID] = 0.0
         candidates = (scores[:, None] + log_probs).reshape(batch, beam_width * vocabulary)
-        best = np.argsort(-candidates, axis=-1)[:, :beam_width]
+        # Stable, as top-k is: of equal candidates the first comes first.
+        best = np.argsort(-candidates, axis=-1, kind="stable")[:, :beam_width]
         parents = (best // vocabulary + np.arange(batch)[:, None] * beam_width).reshape(-1)
         tokens = (best % vocabulary).reshape(-1)
         scores = np.take_along_axis(candidates, best, axis=-1).reshape(-1)
