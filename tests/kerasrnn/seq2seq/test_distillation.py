@@ -7,6 +7,7 @@ import pytest
 
 import kerasrnn
 from kerasrnn import seq2seq
+from tests.kerasrnn.seq2seq.sharpened import sharpened
 
 SOURCE = np.array([[4, 5, 6, 7], [8, 4, 0, 0], [9, 0, 0, 0]])
 DECODER_INPUT = np.array([[1, 5, 4, 3], [1, 6, 0, 0], [1, 3, 4, 5]])
@@ -74,15 +75,6 @@ def make_model(units=5, vocabulary_size=7, seed=3, **options):
         10, vocabulary_size, kerasrnn.LSTMCell(units, bias_initializer="random_normal"),
         embedding_dim=4, **options,
     )
-
-
-def sharpened(model, seed):
-    """`model` with a far-from-uniform output layer, so that mixing up
-    distributions cannot hide."""
-    rng = np.random.default_rng(seed)
-    for weight in model.output_projection.weights:
-        weight.assign(rng.normal(0, 1.5, weight.shape))
-    return model
 
 
 @pytest.mark.parametrize("weight", [0.0, 0.3, 1.0])

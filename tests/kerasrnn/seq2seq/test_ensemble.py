@@ -16,25 +16,13 @@ from tests.kerasrnn.seq2seq.numpy_seq2seq import (
     log_softmax,
     trimmed,
 )
+from tests.kerasrnn.seq2seq.sharpened import sharpened
 from tests.kerasrnn.seq2seq.test_serving import serve_in_clean_process
 
 SOURCE = np.array([[4, 5, 6, 7], [8, 4, 0, 0], [9, 0, 0, 0]])
 TARGET = np.array([[5, 4, 3, 2], [6, 2, 0, 0], [3, 4, 5, 6]])
 DECODER_INPUT = np.array([[1, 5, 4, 3], [1, 6, 0, 0], [1, 3, 4, 5]])
 INPUTS = {"source": SOURCE, "decoder_input": DECODER_INPUT}
-
-
-def sharpened(model, seed):
-    """`model` with weights far from zero where a mix-up would hide: sharp
-    output distributions and α far from uniform."""
-    rng = np.random.default_rng(seed)
-    layers = [model.output_projection]
-    if model.has_attention:
-        layers.append(model.attention)
-    for layer in layers:
-        for weight in layer.weights:
-            weight.assign(rng.normal(0, 1.5, weight.shape))
-    return model
 
 
 def make_members(third=None, **options):
@@ -59,7 +47,10 @@ def make_members(third=None, **options):
                 embedding_dim=3, attention=None if third == "plain" else third,
             )
         )
-    return [sharpened(member, seed) for seed, member in enumerate(members)]
+    return [
+        sharpened(member, seed, attention=member.has_attention)
+        for seed, member in enumerate(members)
+    ]
 
 
 def reference(member):

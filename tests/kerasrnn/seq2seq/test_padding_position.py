@@ -12,6 +12,7 @@ import pytest
 
 import kerasrnn
 from kerasrnn import seq2seq
+from tests.kerasrnn.seq2seq.sharpened import sharpened
 
 TOKENS = [[4, 5, 6, 7], [8, 4], [9], []]
 # Every layout six columns wide: one trace of each decoder serves them all.
@@ -33,12 +34,7 @@ def make_model(context, attention, bidirectional):
     )
     # α far from uniform and sharp output distributions, so that a token
     # read at the wrong position or a wrong final output would show.
-    rng = np.random.default_rng(4)
-    layers = [model.output_projection] + ([model.attention] if attention else [])
-    for layer in layers:
-        for weight in layer.weights:
-            weight.assign(rng.normal(0, 1.5, weight.shape))
-    return model
+    return sharpened(model, 4, attention=bool(attention))
 
 
 def assert_same_weights_on_the_same_tokens(alignments, layout, expected):

@@ -13,6 +13,7 @@ import kerasrnn
 from kerasrnn import seq2seq
 from kerasrnn.export.seq2seq_savedmodel import BATCH_STEP, LENGTH_STEP, padded_to_bucket
 from tests.isolated import PROJECT, last_json, run_without
+from tests.kerasrnn.seq2seq.sharpened import scaled_outputs
 
 # Every test here exports or serves a SavedModel.
 pytestmark = pytest.mark.slow
@@ -63,6 +64,8 @@ def exported(tmp_path_factory):
         source.size, target.size, kerasrnn.LSTMCell(8), embedding_dim=6,
         bidirectional=True, context="both",
     )
+    # Its candidates at least 2e-4 apart, where untrained they came within 1e-5.
+    scaled_outputs(model, 20.0)
     path = export(model, source, target, tmp_path_factory.mktemp("export") / "saved_model")
     return model, source, target, serve_in_clean_process(path, WORDS)
 
@@ -291,6 +294,8 @@ def test_attention_model_serves_its_alignments(tmp_path, attention, jit_compile)
         source.size, target.size, kerasrnn.GRUCell(8), embedding_dim=6,
         bidirectional=True, attention=attention,
     )
+    # Its candidates at least 5e-3 apart, where untrained they came within 3e-5.
+    scaled_outputs(model, 20.0)
     path = export(model, source, target, tmp_path / "saved_model", jit_compile=jit_compile)
     # With XLA: 5 rows padded to 8, sources (longest 8) to 8 columns.
     words = ["bad", "face", "", "cab", "abcdefabcdef"]
