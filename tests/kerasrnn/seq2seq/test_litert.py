@@ -18,6 +18,7 @@ from kerasrnn import seq2seq
 from kerasrnn.export.converter import count_litert_loop_operators, count_litert_operators
 from kerasrnn.export.seq2seq_litert import looped_beam_search
 from tests.isolated import PROJECT, last_json, run_without
+from tests.kerasrnn.seq2seq.sharpened import scaled_outputs
 
 CLIENT = pathlib.Path(__file__).resolve().parents[3] / "examples" / "g2p_litert.py"
 
@@ -492,12 +493,16 @@ def test_bad_models_paths_and_vocabularies_are_refused(small, tmp_path):
 
 
 def tiny(attention=None, cell=kerasrnn.LSTMCell, **options):
-    """An untrained model whose hypotheses are close: the drivers must rank
-    near ties alike."""
-    return seq2seq.Seq2Seq(
+    """An untrained model, its logits spread twentyfold (`scaled_outputs`):
+    the drivers compute its log-probabilities in different orders, up to
+    1e-6 apart, and untrained its candidates came within 1.3e-6 of each
+    other; spread, at least 3e-4 where they decide the beam. Exact ties
+    (placeholders, ended hypotheses) stay for the drivers to rank alike."""
+    model = seq2seq.Seq2Seq(
         10, 7, cell(6, bias_initializer="random_normal"), embedding_dim=4,
         attention=attention, **options,
     )
+    return scaled_outputs(model, 20.0)
 
 
 #: name -> a model of each configuration the exports take.
