@@ -17,7 +17,11 @@ from kerasrnn import seq2seq
 
 
 def build_model(units, source_vocabulary, target_vocabulary, source_length, seed=0):
-    """An untrained G2P-shaped model: bidirectional LSTM encoder, LSTM decoder."""
+    """An untrained G2P-shaped model: bidirectional LSTM encoder, LSTM decoder.
+
+    `seed` picks the ids it is built on and its scheduled sampling; its
+    weights follow Keras's global seed (`keras.utils.set_random_seed`).
+    """
     model = seq2seq.Seq2Seq(
         source_vocabulary,
         target_vocabulary,
