@@ -813,24 +813,36 @@ def test_cross_references_render_as_links(site):
     assert not failures, "\n".join(failures)
 
 
+def repeated(labels):
+    return [f"{label!r} {labels.count(label)} times" for label in sorted(set(labels))
+            if labels.count(label) > 1]
+
+
 @pytest.mark.slow
 def test_table_of_contents_entries_are_distinct(site):
     """Entries side by side in a page's table of contents differ (six
-    entries all called `run` say nothing)."""
+    entries all called `run` say nothing), and an API object's entry names
+    it once on its page, wherever it sits: six classes' `call` are
+    `Seq2Seq.call`, `Distiller.call`, …, not `call` six times."""
     failures = []
     for name, path in site_pages(site).items():
         toc = parse(path).select_one("nav.md-nav--secondary")
-        for entries in toc.find_all("ul") if toc is not None else ():
+        if toc is None:
+            continue
+        for entries in toc.find_all("ul"):
             labels = [
                 item.a.get_text(" ", strip=True)
                 for item in entries.find_all("li", recursive=False)
                 if item.a is not None
             ]
-            failures += [
-                f"{name}: {label!r} {labels.count(label)} times"
-                for label in sorted(set(labels))
-                if labels.count(label) > 1
-            ]
+            failures += [f"{name}: side by side, {entry}" for entry in repeated(labels)]
+        # An API object's anchor is its dotted path: `#kerasrnn.seq2seq.Seq2Seq.call`.
+        objects = [
+            link.get_text(" ", strip=True)
+            for link in toc.select("a[href]")
+            if re.fullmatch(r"#(kerasrnn|pipelines)(\.\w+)+", link["href"])
+        ]
+        failures += [f"{name}: on the page, {entry}" for entry in repeated(objects)]
     assert not failures, "\n".join(failures)
 
 
