@@ -430,8 +430,7 @@ def export_litert(
     recurrences (a pooling over time, attention), by the check.
 
     A fixed `sequence_length` unrolls the time loop (no `WHILE`): the fast
-    path, 4 to 8 times faster per call than the loop on a small
-    bidirectional model (the module's docstring has the figures); a
+    path, since a loop's turn costs more than the operators of a step; a
     client pads shorter sequences to that length, which only a model that
     masks its padding ignores. `None` keeps a `WHILE` loop that runs for
     any length.

@@ -12,15 +12,13 @@ A step's recurrent term is a `FULLY_CONNECTED` per direction, not one
 `BATCH_MATMUL` over the pair: the two take the same time through LiteRT's
 `Interpreter`, but XNNPACK's weight cache (LiteRT's `CompiledModel`, as
 `examples/g2p_litert.py` serves) lets the unrolled steps' operators that
-read one weight tensor share one packed copy: over 32 steps of the pair it
-made the `FULLY_CONNECTED` steps 4.7 times faster at one row and the
-`BATCH_MATMUL` ones no faster.
+read one weight tensor share one packed copy, which it does for a
+`FULLY_CONNECTED`'s weights and not for a `BATCH_MATMUL`'s.
 
 Stacking, not one LSTM of 2n units with block-diagonal weights: that one has
 as many operators but twice the multiplications, half of them by zeros,
-and measured slower than two separate loops; the stack measured about a
-fifth faster than them at batch 1 (and a tenth slower at batch 256) on the
-default g2p model.
+and measured slower than two separate loops, which the stack beats at
+batch 1 (the documentation's Design notes give the figures).
 
 The gates are laid out i, f, o, c~, so that one `LOGISTIC` computes the
 three sigmoid gates; the equations are `eq:rnn-lstm-i` … `eq:rnn-lstm-h`,

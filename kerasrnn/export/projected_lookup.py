@@ -8,8 +8,7 @@ the `GATHER` at it and drops the `FULLY_CONNECTED`. A step then reads k
 floats of the table instead of all d·k of W, which at batch 1 stream through
 the cache at every step (the time of a call is mostly such weight traffic,
 not its number of operators), and runs one operator less. The table holds
-V·k floats where W holds d·k: for the default g2p decoder (V = 73 phonemes,
-d = 64, k = 512) 150 KB against 128 KB, one copy shared by every signature.
+V·k floats where W holds d·k, one copy shared by every signature.
 
 The fold applies where a `GATHER` of a float32 constant along its first
 axis, with no batch dimensions, is read by one `FULLY_CONNECTED` alone, as

@@ -8,12 +8,9 @@ instead of Keras's own time loop, with their dropout off:
   lists, which LiteRT's builtins hold only with a static element shape, so a
   resizable batch dimension cannot pass, and its unrolled loop misplaces the
   zeros of masked steps when it runs backwards; the loops here do neither.
-- A fixed number of steps unrolls the time loop: no `WHILE` at all. On a
-  bidirectional layer of 16 units over 12 steps at batch 1 (ElmanCell,
-  LSTMCell, GRUCell; `invoke()` in `ai_edge_litert`, best of 12 rounds on
-  two shared CPU cores) a call took 5, 13 and 14 µs unrolled against 41,
-  75 and 69 µs looped (4 to 8 times), where the traced Keras model took
-  1.3 to 1.8 ms and `model(x)` 47 to 101 ms.
+- A fixed number of steps unrolls the time loop: no `WHILE` at all, which
+  runs faster than the loop (the documentation's Design notes give the
+  figures).
 """
 
 import contextlib
@@ -190,9 +187,9 @@ def looped_steps(
     TensorFlow runs only under XLA but LiteRT has as the builtin
     `DYNAMIC_UPDATE_SLICE` (the traced graph is only ever converted). Its
     alternatives measured worse: `tf.tensor_scatter_nd_update` becomes a
-    whole-tensor `SCATTER_ND` and `SELECT` per step (2 to 5 times slower
-    from 12 to 100 steps), and a loop variable growing by concatenation
-    converts but fails when the interpreter runs it.
+    whole-tensor `SCATTER_ND` and `SELECT` per step, slower at every length,
+    and a loop variable growing by concatenation converts but fails when
+    the interpreter runs it.
     """
     flat = tree.flatten(sequences)
     steps = tf.shape(flat[0])[0]

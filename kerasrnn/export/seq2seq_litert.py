@@ -70,7 +70,7 @@ answer needs, at most `max_target_length`; its body is one step's
 operators, held once in the file. Against the same search unrolled over
 all `max_target_length` steps, the loop gave the same answers and ran
 faster at batch 1 and level in large batches on the default g2p model
-(Deploying's Speed section gives the figures). Every reshape keeps the
+(the documentation's Design notes give the figures). Every reshape keeps the
 batch as −1, so resizing the input resizes the whole graph, the loop's
 body included.
 
@@ -203,9 +203,8 @@ def export_litert(
             (`kerasrnn.export.converter.QUANTIZE_OPTIONS`).
         alignments: Whether the signatures of an attention model give
             `alignments`, the α of each answer token. Without them the beam
-            search carries no α from step to step: 6 operators fewer per
-            step of the default g2p model, 1.05 times as fast at batch 1,
-            the same `target_ids` and `scores`. Models without attention
+            search carries no α from step to step: fewer operators per
+            step, the same `target_ids` and `scores`. Models without attention
             give none either way.
         beam_width: A shortcut for `decoding`'s field.
         length_penalty: A shortcut for `decoding`'s field.

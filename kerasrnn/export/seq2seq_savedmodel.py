@@ -64,16 +64,13 @@ Padding changes no answer (the encoder and the attention mask it, and an
 empty row starts ended). The answers are those of `jit_compile=False` up to
 float rounding, since XLA fuses and orders sums differently:
 log-probabilities and alignments agree to about 1e-5, and the ranking of two
-hypotheses can differ only where their scores are that close (for a G2P
-model trained two epochs, every output and beam of the 6216 CMUDict test
-words was the same; an untrained one, whose hypotheses are nearly tied,
-differs on about 1% of them).
+hypotheses can differ only where their scores are that close (an untrained
+model's, nearly tied, do).
 What it costs: every process that loads the SavedModel compiles each padded
-shape on the first call that has it (a few seconds each on two CPU cores for
-the default G2P model; words of 1–8 letters at batch 1 are one shape), and
-up to twice the compute for a batch just above a power of two. What it gains
-is measured by `python -m benchmarks`, which prints the ratio; the
-documentation's Benchmarks page gives the measured figures.
+shape on the first call that has it (words of 1–8 letters at batch 1 are one
+shape), and up to twice the compute for a batch just above a power of two.
+What it gains is measured by `python -m benchmarks`, which prints the ratio;
+the documentation's Design notes give the figures.
 """
 
 from __future__ import annotations
