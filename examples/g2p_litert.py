@@ -65,8 +65,8 @@ IN_MEMORY_WEIGHT_CACHE = ":memory"
 
 #: Rows per thread from which `Signatures` splits a call between threads: on
 #: one signature of the default g2p model, two interpreters on 8 rows each
-#: were level with the compiled model on 16 rows, on 16 rows each 1.2 times
-#: faster, and on 128 rows each 1.9 times (XNNPACK's own two threads: 1.3).
+#: were level with the compiled model on 16 rows, and faster from 16 rows
+#: each.
 SPLIT_ROWS_PER_THREAD = 16
 
 #: `source_text["split"]`: how text becomes source tokens.

@@ -348,9 +348,9 @@ def draw_test_alignments(
 #: The LiteRT file's source buckets: a signature per word length bound
 #: (letters), so that a short word runs fewer unrolled encoder steps and a
 #: batch's call stops decoding sooner. Measured on the default run, side by
-#: side: these four served batches of 256 test words 1.10 times as fast as
-#: 8 and 12 alone (on one thread and on two) and single words as fast;
-#: finer sets (every two letters from 4 to 16) gained nothing more.
+#: side: these four served batches of 256 test words faster than 8 and 12
+#: alone and single words as fast; finer sets (every two letters from 4 to
+#: 16) gained nothing more.
 LITERT_SOURCE_BUCKETS = (6, 8, 12, 16)
 
 #: Phonemes a bucket decodes beyond its letters: 99.95% of CMUDict's
