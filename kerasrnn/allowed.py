@@ -45,3 +45,11 @@ MAX_LENGTH_PENALTY = 8.0
 #: with float scales and quantizes activations on the fly (the converter's
 #: dynamic-range mode; smaller weights stay float32).
 QUANTIZE_OPTIONS = (None, "float16", "dynamic_int8")
+
+#: The largest distillation temperature τ (`Distiller`, `distillation_loss`):
+#: float32 rounds each log-probability to about 6e-8 of its size, and the
+#: KL term multiplies that rounding by τ², so that beyond 100 it is no
+#: longer small beside the term (τ = 10^6 turns a loss near 9 into
+#: thousands); and by a few tens τ²·KL has reached its limit (matching the
+#: logits), so a larger τ would add rounding and nothing else.
+MAX_DISTILLATION_TEMPERATURE = 100.0

@@ -12,9 +12,15 @@ averaged over the real target tokens (padding excluded) as
 `SequenceCrossEntropy` averages them. The temperature τ softens both
 distributions so that the teacher's ranking of the wrong tokens shows; τ²
 keeps the KL term's gradients on the scale of the cross-entropy's as τ
-changes. An ensemble teacher's distribution is the mixture its decoders
-step with, (1/N) Σ_k p_k over its decoding members: distilling an ensemble
-into one model is how Sun et al. 2019 ("Token-level ensemble distillation
+changes. τ is at most 100 (`MAX_DISTILLATION_TEMPERATURE`): float32 rounds
+each log-probability to about 6e-8 of its size and the KL term multiplies
+that rounding by τ², so that beyond 100 the rounding stops being small
+beside the term; and by a few tens τ²·KL has reached its limit (matching
+the logits), so a larger τ would add rounding and nothing else.
+
+An ensemble teacher's distribution is the mixture its decoders step with,
+(1/N) Σ_k p_k over its decoding members: distilling an ensemble into one
+model is how Sun et al. 2019 ("Token-level ensemble distillation
 for grapheme-to-phoneme conversion") obtain a single G2P model close to the
 ensemble. `Distiller` trains a student this way with `fit`.
 
@@ -34,13 +40,14 @@ import numpy as np
 import tensorflow as tf
 from keras import ops
 
+from kerasrnn.allowed import MAX_DISTILLATION_TEMPERATURE
 from kerasrnn.keras_internals import additional_loss
 from kerasrnn.seq2seq.decoding import beam_search_decode
 from kerasrnn.seq2seq.ensemble import Seq2SeqEnsemble, mixture_log_probs
 from kerasrnn.seq2seq.model import Seq2Seq
 from kerasrnn.seq2seq.renamed import renamed_keyword
 from kerasrnn.seq2seq.vocabulary import END_ID, PAD_ID
-from kerasrnn.types import TensorLike
+from kerasrnn.types import Config, TensorLike
 from kerasrnn.validation import check_number, check_positive_int
 
 #: What a teacher may be: a model the decoders accept.
@@ -56,6 +63,46 @@ def check_teacher(teacher: object) -> Teacher:
             f"Seq2SeqEnsemble. Received: teacher={teacher!r}"
         )
     return teacher
+
+
+def check_temperature(temperature: object) -> float:
+    """`temperature` as a float if 0 < τ ≤ `MAX_DISTILLATION_TEMPERATURE`,
+    else a ValueError that names it and says why the bound (the module
+    doc)."""
+    value = check_number("temperature", temperature, low=0, low_open=True)
+    if value > MAX_DISTILLATION_TEMPERATURE:
+        raise ValueError(
+            "Argument `temperature` must be a finite number > 0 and at most "
+            f"{MAX_DISTILLATION_TEMPERATURE:g}: the KL term multiplies float32's "
+            "rounding of the log-probabilities by temperature², which beyond "
+            f"{MAX_DISTILLATION_TEMPERATURE:g} is no longer small beside the term, "
+            "and the term has long reached its limit there. "
+            f"Received: temperature={temperature!r}"
+        )
+    return value
+
+
+def check_not_its_own_teacher(student: Seq2Seq, teacher: Teacher) -> None:
+    """Refuse a teacher that is `student`, or holds it (an ensemble with the
+    student as a member), or shares any weight with it: the teacher is
+    frozen, so the student would train nothing and the loss stay constant.
+    """
+    teacher_weights = {id(weight) for weight in teacher.weights}
+    shared = [weight for weight in student.weights if id(weight) in teacher_weights]
+    if not shared:
+        return
+    if teacher is student:
+        what = "the teacher is the student"
+    elif isinstance(teacher, Seq2SeqEnsemble) and any(m is student for m in teacher.members):
+        what = "the student is one of the teacher's members"
+    else:
+        what = f"the teacher shares {len(shared)} of the student's weights"
+    raise ValueError(
+        "Argument `teacher` must be another model than `student`: the teacher "
+        "is frozen, so a student that is (part of) its own teacher would have "
+        f"no weight to train. Received: teacher={teacher.name!r} and "
+        f"student={student.name!r}: {what}"
+    )
 
 
 def teacher_logits(
@@ -122,7 +169,8 @@ def distillation_loss(
             no gradient flows into them.
         weight: w in [0, 1]: 0 is `SequenceCrossEntropy` alone, 1 the
             teacher alone.
-        temperature: τ > 0, applied to both distributions in the KL term.
+        temperature: τ in (0, 100], applied to both distributions in the KL
+            term (the module doc says why the bound).
 
     Returns:
         A float32 scalar (0 for a batch without real tokens).
@@ -138,7 +186,7 @@ def distillation_loss(
     1.7918
     """
     weight = check_number("weight", weight, low=0, high=1)
-    temperature = check_number("temperature", temperature, low=0, low_open=True)
+    temperature = check_temperature(temperature)
     labels = ops.cast(labels, "int32")
     student_logits = ops.cast(student_logits, "float32")
     teacher_logits = ops.stop_gradient(ops.cast(teacher_logits, "float32"))
@@ -161,6 +209,7 @@ def distillation_loss(
     return ops.sum(ops.where(real, token_loss, 0.0)) / ops.maximum(tokens, 1.0)
 
 
+@keras.saving.register_keras_serializable(package="kerasrnn")
 class Distiller(keras.Model):
     """A student `Seq2Seq` trained by token-level distillation from a frozen
     teacher (Hinton et al. 2015; Kim & Rush 2016; see the module doc).
@@ -168,17 +217,21 @@ class Distiller(keras.Model):
     `fit` takes the same `(inputs, labels)` batches as the student alone
     (`teacher_forcing_pair`'s); each step calls the teacher on the batch
     (`training=False`) and minimises `distillation_loss` over the student's
-    weights. Compile it with an optimizer (and metrics) but no loss. The
-    teacher's `trainable` is set to False. What one saves and decodes
-    afterwards is `distiller.student`.
+    weights. Compile it with an optimizer (and metrics) but no loss: its
+    loss is its own, and `compile` refuses another. The teacher's
+    `trainable` is set to False. `save` writes a `.keras` file that loads
+    as a `Distiller` (student, teacher, w and τ); what one decodes and
+    serves afterwards is `distiller.student`.
 
     Args:
         student: The `Seq2Seq` to train.
         teacher: A trained `Seq2Seq` or `Seq2SeqEnsemble` over the same
             source and target vocabulary sizes, reading the target in the
-            same order as the student.
+            same order as the student; neither the student nor a model
+            sharing its weights (an ensemble holding it).
         weight: w in [0, 1], the KL term's share of the loss.
-        temperature: τ > 0.
+        temperature: τ in (0, 100] (`MAX_DISTILLATION_TEMPERATURE`; the
+            module doc says why the bound).
         **kwargs: Passed to `keras.Model` (`name`, ...).
 
     Call arguments:
@@ -216,6 +269,7 @@ class Distiller(keras.Model):
                 f"Received: student={student!r}"
             )
         teacher = check_teacher(teacher)
+        check_not_its_own_teacher(student, teacher)
         for name in ("source_vocabulary_size", "target_vocabulary_size"):
             student_size, teacher_size = getattr(student, name), getattr(teacher, name)
             if student_size != teacher_size:
@@ -234,11 +288,13 @@ class Distiller(keras.Model):
                 f"to left: {teacher.reads_right_to_left}"
             )
         self.weight = check_number("weight", weight, low=0, high=1)
-        self.temperature = check_number(
-            "temperature", temperature, low=0, low_open=True
-        )
+        self.temperature = check_temperature(temperature)
         self.student = student
         self.teacher = teacher
+        # Set twice: Keras's setter changes nothing when the flag already
+        # reads False, and a teacher made from a saved Distiller's config
+        # reads False while its layers are still trainable.
+        self.teacher.trainable = True
         self.teacher.trainable = False
         # Built as made, as the student and the teacher are: its weights
         # (a backup's, say) load before any call.
@@ -247,6 +303,28 @@ class Distiller(keras.Model):
     def build(self, input_shape: Any = None) -> None:
         """Nothing to create: the student and the teacher, built as they
         are made, hold every weight."""
+
+    def compile(self, optimizer: Any = "rmsprop", loss: Any = None, **kwargs: Any) -> None:
+        """`keras.Model.compile` without a loss: the distiller's is its own,
+        `distillation_loss` with its weight and temperature.
+
+        Raises:
+            ValueError: `loss` is given.
+        """
+        if loss is not None:
+            raise ValueError(
+                "Argument `loss` must be None: a Distiller's loss is its own, "
+                "(1 - w)·CE + w·τ²·KL (distillation_loss, with its `weight` and "
+                "`temperature`); compile it with an optimizer and metrics "
+                f"only. Received: loss={loss!r}"
+            )
+        super().compile(optimizer=optimizer, **kwargs)
+
+    def compile_from_config(self, config: Config) -> None:
+        """Compile as a saved distiller was (`keras.saving.load_model`), its
+        optimizer built so that its saved variables load."""
+        self.compile(**keras.saving.deserialize_keras_object(config))
+        self.optimizer.build(self.trainable_variables)
 
     def call(
         self,
@@ -278,6 +356,25 @@ class Distiller(keras.Model):
         for extra in self.losses:
             loss = loss + additional_loss(self, extra)
         return loss
+
+    def get_config(self) -> Config:
+        """The student and the teacher serialized, `weight` and
+        `temperature`."""
+        return {
+            "name": self.name,
+            "student": keras.saving.serialize_keras_object(self.student),
+            "teacher": keras.saving.serialize_keras_object(self.teacher),
+            "weight": self.weight,
+            "temperature": self.temperature,
+        }
+
+    @classmethod
+    def from_config(cls, config: Config) -> Distiller:
+        """The distiller `get_config` describes (its weights not included)."""
+        config = dict(config)
+        for name in ("student", "teacher"):
+            config[name] = keras.saving.deserialize_keras_object(config[name])
+        return cls(**config)
 
 
 #: `teacher_targets`' `max_target_length` when it is not passed.

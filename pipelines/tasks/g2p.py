@@ -467,9 +467,7 @@ def load_teacher(
                 "teacher's --limit and --seed, or another --teacher)."
             )
     return Teacher(
-        encoder_decoder.Distillation(
-            model, config.distillation_weight, config.distillation_temperature
-        ),
+        encoder_decoder.Distillation(model, *config.distillation()),
         {"run": str(directory), **{name: metrics[name] for name in TEACHER_FIGURES}},
         int(metrics["args"].get("beam_width", config.beam_width)),
         float(metrics["args"].get("length_penalty", config.length_penalty)),
@@ -551,8 +549,7 @@ def run(config: G2PConfig, context: RunContext) -> dict[str, Any]:
         progress(
             f"  taught by the run in {config.teacher}/ ({teacher.record['parameters']:,} "
             f"parameters, test WER {teacher.record['test_wer']:.1%}), "
-            f"weight {config.distillation_weight:g}, "
-            f"temperature {config.distillation_temperature:g}",
+            "weight {:g}, temperature {:g}".format(*config.distillation()),
             context.is_chief,
         )
     # The teacher's words train the student only: the vocabularies, the

@@ -69,6 +69,9 @@ def test_a_teacher_that_is_no_finished_g2p_run_is_refused_before_out_is_made(
         (["--distillation-weight", "-0.1"], "--distillation-weight", "-0.1"),
         (["--distillation-temperature", "0"], "--distillation-temperature", "0"),
         (["--distillation-temperature", "-2"], "--distillation-temperature", "-2"),
+        (["--teacher", "missing", "--distillation-temperature", "1e6", "--distillation-weight",
+          "1"], "--distillation-temperature",
+         "rounding by the temperature squared, which beyond 100 swamps the term); received '1e6'"),
     ],
 )
 def test_bad_distillation_values_are_refused_in_one_line(
@@ -81,6 +84,22 @@ def test_bad_distillation_values_are_refused_in_one_line(
     assert exit_info.value.code == 2
     error = capsys.readouterr().err.strip().splitlines()
     assert len(error) == 1 and f"argument {option}" in error[0] and value in error[0]
+    assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [["--distillation-weight", "0.7"], ["--distillation-temperature", "2"],
+     ["--distillation-weight", "0.5", "--distillation-temperature", "4"]],
+)
+def test_distillation_settings_without_a_teacher_are_refused(tmp_path, capsys, arguments):
+    out = tmp_path / "out"
+    with pytest.raises(SystemExit) as exit_info:
+        main(["g2p", *arguments, "--out", str(out)])
+    assert exit_info.value.code == 2
+    error = capsys.readouterr().err.strip().splitlines()
+    assert len(error) == 1
+    assert f"argument {arguments[0]}" in error[0] and "without --teacher" in error[0]
     assert not out.exists()
 
 

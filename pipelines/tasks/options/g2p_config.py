@@ -9,11 +9,11 @@ from typing import Any, ClassVar
 
 from kerasrnn_pipelines.options import (
     ConfigError,
+    allowed,
     flag,
     non_negative_int,
     number_type,
     option,
-    positive_float,
     switch,
     text,
 )
@@ -25,6 +25,25 @@ TEACHER_FIGURES = ("test_wer", "test_per", "parameters")
 distillation_weight_value = number_type(
     "a number in [0, 1]", float, lambda v: 0.0 <= v <= 1.0
 )
+
+#: `--distillation-temperature`: τ in (0, 100], `kerasrnn.seq2seq.Distiller`'s
+#: bound (float32's rounding of the log-probabilities, times τ², swamps the
+#: KL term beyond it).
+distillation_temperature_value = number_type(
+    f"a number in (0, {allowed.MAX_DISTILLATION_TEMPERATURE:g}] (the KL term "
+    "multiplies float32's rounding by the temperature squared, which beyond "
+    f"{allowed.MAX_DISTILLATION_TEMPERATURE:g} swamps the term)",
+    float,
+    lambda v: 0.0 < v <= allowed.MAX_DISTILLATION_TEMPERATURE,
+)
+
+#: The distillation's weight and temperature with `--teacher` when unset.
+DISTILLATION_DEFAULTS = {"distillation_weight": 0.5, "distillation_temperature": 2.0}
+
+#: The words of english-words' web2 list (lower-cased, ASCII letters only)
+#: that CMUDict lacks: the most `--unlabelled-words` can draw, whatever the
+#: run's letters and longest word (a test counts them again).
+UNLABELLED_WORDS_AVAILABLE = 198_824
 
 
 @dataclasses.dataclass(frozen=True)
@@ -96,24 +115,35 @@ class G2PConfig(Seq2SeqConfig):
         unset=True,
         training=False,
     )
-    distillation_weight: float = option(
-        0.5,
+    # None unless typed, so that a value without --teacher, which would
+    # change nothing, is refused even when it is the default.
+    distillation_weight: float | None = option(
+        None,
         distillation_weight_value,
-        "with --teacher, the share w in [0, 1] of the teacher's term in the "
-        "loss (1 - w)*CE + w*tau^2*KL (0: the labels alone, 1: the teacher "
-        "alone)",
+        "with --teacher only, the share w in [0, 1] of the teacher's term in "
+        "the loss (1 - w)*CE + w*tau^2*KL (0: the labels alone, 1: the "
+        "teacher alone); 0.5 when unset",
+        unset=True,
         training=False,
     )
-    distillation_temperature: float = option(
-        2.0,
-        positive_float,
-        "with --teacher, the temperature tau > 0 that softens both "
-        "distributions in the KL term",
+    distillation_temperature: float | None = option(
+        None,
+        distillation_temperature_value,
+        "with --teacher only, the temperature tau in (0, "
+        f"{allowed.MAX_DISTILLATION_TEMPERATURE:g}] that softens both "
+        "distributions in the KL term (above it float32's rounding, times "
+        "tau^2, swamps the term); 2 when unset",
+        unset=True,
         training=False,
     )
     unlabelled_words: int = option(
         0,
-        non_negative_int,
+        number_type(
+            f"an integer in [0, {UNLABELLED_WORDS_AVAILABLE:,}] (the web2 words "
+            "CMUDict lacks)",
+            int,
+            lambda v: 0 <= v <= UNLABELLED_WORDS_AVAILABLE,
+        ),
         "with --teacher, add N words that CMUDict lacks (from the web2 list "
         "of the english-words package, drawn with --seed) to the training "
         "words, each with the teacher's beam-search pronunciation",
@@ -130,20 +160,41 @@ class G2PConfig(Seq2SeqConfig):
                     "without --teacher (pass --teacher RUN_DIR or drop "
                     "--unlabelled-words)"
                 )
+            for name in DISTILLATION_DEFAULTS:
+                if getattr(self, name) is not None:
+                    raise ConfigError(
+                        f"argument {flag(name)}: it weighs the teacher's term, "
+                        f"and there is no teacher; received {flag(name)} "
+                        f"{getattr(self, name):g} without --teacher (pass "
+                        f"--teacher RUN_DIR or drop {flag(name)})"
+                    )
             return
+        for name, default in DISTILLATION_DEFAULTS.items():
+            if getattr(self, name) is None:
+                # A frozen dataclass sets a derived default only this way.
+                object.__setattr__(self, name, default)
         # `kerasrnn.seq2seq.Distiller` trains one Seq2Seq, with its own loss.
         one_model = "the student a teacher trains is one encoder-decoder"
-        for name, allowed, reason in (
+        for name, only, reason in (
             ("ensemble", 1, one_model),
             ("right_to_left", 0, one_model),
             ("label_smoothing", 0.0, "the teacher's distribution replaces smoothed labels"),
         ):
-            if getattr(self, name) != allowed:
+            if getattr(self, name) != only:
                 raise ConfigError(
                     f"argument --teacher: {reason}; received --teacher with "
                     f"{flag(name)} {getattr(self, name)} (pass {flag(name)} "
-                    f"{allowed:g} or drop --teacher)"
+                    f"{only:g} or drop --teacher)"
                 )
+
+    def distillation(self) -> tuple[float, float]:
+        """`(--distillation-weight, --distillation-temperature)`, each its
+        default (`DISTILLATION_DEFAULTS`) where unset."""
+        weight, temperature = (
+            DISTILLATION_DEFAULTS[name] if getattr(self, name) is None else getattr(self, name)
+            for name in DISTILLATION_DEFAULTS
+        )
+        return weight, temperature
 
     def fingerprint(self) -> dict[str, Any]:
         """`LiteRTConfig.fingerprint`, and with `--teacher` the teacher, the
@@ -158,8 +209,9 @@ class G2PConfig(Seq2SeqConfig):
         fingerprint = super().fingerprint()
         if self.teacher is not None:
             fingerprint["teacher"] = self.teacher
-            fingerprint["distillation_weight"] = self.distillation_weight
-            fingerprint["distillation_temperature"] = self.distillation_temperature
+            weight, temperature = self.distillation()
+            fingerprint["distillation_weight"] = weight
+            fingerprint["distillation_temperature"] = temperature
             if self.unlabelled_words:
                 fingerprint["unlabelled_words"] = self.unlabelled_words
         return fingerprint

@@ -150,6 +150,8 @@ def test_fit_minimises_the_loss_of_its_batches():
         ("temperature", 0.0, "> 0"),
         ("temperature", -1.0, "> 0"),
         ("temperature", float("inf"), "> 0"),
+        ("temperature", 100.5, "at most 100: the KL term multiplies float32's rounding"),
+        ("temperature", 1e6, "at most 100"),
     ],
 )
 def test_weight_outside_0_1_or_temperature_not_positive_is_refused(argument, value, allowed):
@@ -159,6 +161,56 @@ def test_weight_outside_0_1_or_temperature_not_positive_is_refused(argument, val
         seq2seq.distillation_loss(labels, student, teacher, **{argument: value})
     with pytest.raises(ValueError, match=message):
         seq2seq.Distiller(make_model(), make_model(), **{argument: value})
+
+
+def test_at_the_largest_temperature_the_loss_still_matches_float64():
+    """τ = 100, the bound, over 60 tokens: float32 still agrees with the
+    float64 loop to 1e-4 (the rounding grows as τ², the reason for the
+    bound)."""
+    labels, student, teacher = random_batch(seed=9, vocabulary_size=60)
+    loss = seq2seq.distillation_loss(labels, student, teacher, weight=1.0, temperature=100.0)
+    expected = reference_loss(labels, student, teacher, 1.0, 100.0)
+    np.testing.assert_allclose(float(loss), expected, rtol=1e-4)
+
+
+def test_a_teacher_that_is_or_holds_its_student_is_refused():
+    student = make_model(units=3, seed=2)
+    with pytest.raises(ValueError, match="`teacher` must be another model than `student`.*"
+                       f"teacher='{student.name}' and student='{student.name}'"):
+        seq2seq.Distiller(student, student)
+    ensemble = seq2seq.Seq2SeqEnsemble([make_model(seed=1), student], name="big")
+    with pytest.raises(ValueError, match=f"teacher='big' and student='{student.name}': "
+                       "the student is one of the teacher's members"):
+        seq2seq.Distiller(student, ensemble)
+
+
+def test_compile_refuses_a_loss():
+    distiller = seq2seq.Distiller(make_model(units=3, seed=2), make_model(seed=1))
+    with pytest.raises(ValueError, match="`loss` must be None: a Distiller's loss is its own.*"
+                       "Received: loss='mse'"):
+        distiller.compile(keras.optimizers.Adam(0.01), loss="mse")
+    assert not distiller.compiled
+
+
+def test_a_saved_distiller_loads_and_trains_on(tmp_path):
+    student, teacher = make_model(units=3, seed=2), sharpened(make_model(seed=1), 1)
+    distiller = seq2seq.Distiller(student, teacher, weight=0.3, temperature=3.0)
+    distiller.compile(keras.optimizers.Adam(0.05))
+    distiller.fit(INPUTS, LABELS, batch_size=3, epochs=1, verbose=0)
+    distiller.save(tmp_path / "distiller.keras")
+    loaded = keras.saving.load_model(tmp_path / "distiller.keras")
+    assert isinstance(loaded, seq2seq.Distiller)
+    assert (loaded.weight, loaded.temperature) == (0.3, 3.0)
+    np.testing.assert_array_equal(loaded.student(INPUTS), student(INPUTS))
+    np.testing.assert_array_equal(loaded.teacher(INPUTS), teacher(INPUTS))
+    assert int(loaded.optimizer.iterations) == 1
+    # The teacher stays frozen: only the student's weights train.
+    assert len(loaded.trainable_weights) == len(student.trainable_weights)
+    teacher_weights = [np.array(weight) for weight in loaded.teacher.weights]
+    loaded.fit(INPUTS, LABELS, batch_size=3, epochs=1, verbose=0)
+    for kept, weight in zip(teacher_weights, loaded.teacher.weights):
+        np.testing.assert_array_equal(weight, kept)
+    assert not np.allclose(loaded.student(INPUTS), student(INPUTS))
 
 
 def test_mismatched_models_are_refused():
