@@ -16,7 +16,8 @@ import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
-from kerasrnn_pipelines.console import held_back_stderr, hold_back_tensorflow, start_tensorflow
+from kerasrnn.native_output import held_back_stderr
+from kerasrnn_pipelines.console import hold_back_tensorflow, start_tensorflow
 from kerasrnn_pipelines.faults import DatasetNotOnDisk, RunFailed
 from kerasrnn_pipelines.options import (
     ConfigError,
@@ -93,6 +94,8 @@ def add_options(parser: Parser, config_class: type[RunConfig]) -> None:
             arguments["metavar"] = (
                 "{" + ",".join(kind.choices) + "}" if kind.choices else field.name.upper()
             )
+            if kind.several:
+                arguments["nargs"] = "+"
         action = groups[field.name in SHARED_OPTIONS].add_argument(flag(field.name), **arguments)
         parser.options.extend(action.option_strings)
 
@@ -210,7 +213,11 @@ def parse_config(argv: Sequence[str]) -> RunConfig:
         values.update(config_class.PRESETS[typed_values["preset"]])
     if typed_values.get("quick"):
         values.update(config_class.QUICK)
-    values.update(typed_values)
+    # An option of several values is a tuple, as a frozen configuration holds it.
+    values.update(
+        {name: tuple(value) if isinstance(value, list) else value
+         for name, value in typed_values.items()}
+    )
     try:
         config = config_class(**values)
         config.check_environment()
@@ -240,6 +247,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             restart=config.restart,
             overwrite=config.overwrite,
             strategy=config.strategy,
+            outputs=config.output_options(),
         )
     except RunDirectoryError as error:
         print(f"{PROGRAM} {config.task}: {error}", file=sys.stderr)

@@ -1,9 +1,9 @@
 """What `kerasrnn-train` accepts: option types and the options every task shares.
 
-A leaf module: it imports nothing of `kerasrnn_pipelines.tasks`, of the command line
-or of TensorFlow, so that every value is checked before TensorFlow loads. The
-values kerasrnn's own arguments allow come from `kerasrnn.allowed` (as `allowed`),
-executed without the package's `__init__`, which imports Keras.
+A leaf module: it imports nothing of `kerasrnn_pipelines.tasks`, of the command line,
+of Keras or of TensorFlow, so that every value is checked before TensorFlow loads. The
+values kerasrnn's own arguments allow come from `kerasrnn.allowed`, which imports
+neither (nor does `import kerasrnn`).
 
 A task's configuration is a frozen dataclass derived from `RunConfig`
 (`kerasrnn_pipelines.tasks.options.<task>`). Each field is one option, defined once
@@ -22,35 +22,16 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import importlib.util
 import json
 import math
 import os
 import pathlib
 import tempfile
-import types
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar, NamedTuple
 
-
-def _kerasrnn_allowed() -> types.ModuleType:
-    """`kerasrnn/allowed.py` executed alone: importing `kerasrnn.allowed`
-    would run `kerasrnn/__init__.py` first, and with it Keras and
-    TensorFlow (`kerasrnn.allowed` says why it is loaded this way)."""
-    package = importlib.util.find_spec("kerasrnn")
-    if package is None or package.origin is None:
-        raise ImportError("kerasrnn-train needs the kerasrnn package; it is not installed")
-    path = pathlib.Path(package.origin).with_name("allowed.py")
-    spec = importlib.util.spec_from_file_location("kerasrnn_pipelines.kerasrnn_allowed", path)
-    if spec is None or spec.loader is None:
-        raise ImportError(f"cannot load {path}")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-#: `kerasrnn.allowed`: the values kerasrnn's own arguments allow.
-allowed = _kerasrnn_allowed()
+# `allowed` is read by the tasks' options modules through this one.
+from kerasrnn import allowed as allowed
 
 #: `--cell` name -> the kerasrnn cell class it builds.
 CELLS = {
@@ -100,6 +81,8 @@ class OptionType:
         kinds: The Python types a value must have (`bool` never counts as
             a number).
         choices: The allowed values when they are a short list.
+        several: The option takes one or more values (`--name A B`), a
+            tuple of values each of which this type allows.
     """
 
     allowed: str
@@ -107,6 +90,7 @@ class OptionType:
     accepts: Callable[[Any], bool]
     kinds: tuple[type, ...]
     choices: tuple[str, ...] | None = None
+    several: bool = False
 
     def __call__(self, text: str) -> Any:
         try:
@@ -121,6 +105,10 @@ class OptionType:
 
     def admits(self, value: object) -> bool:
         """Whether `value`, already converted, is one this option takes."""
+        if self.several:
+            values = value if isinstance(value, (list, tuple)) else (value,)
+            one = dataclasses.replace(self, several=False)
+            return bool(values) and all(one.admits(item) for item in values)
         if isinstance(value, bool) and bool not in self.kinds:
             return False
         return isinstance(value, self.kinds) and self.accepts(value)
@@ -170,7 +158,13 @@ def one_of(*choices: str) -> OptionType:
 
 
 def option(
-    default: Any, kind: OptionType, help: str, *, unset: bool = False, training: bool = True
+    default: Any,
+    kind: OptionType,
+    help: str,
+    *,
+    unset: bool = False,
+    training: bool = True,
+    outputs: bool = False,
 ) -> Any:
     """One option: a dataclass field with its type and help.
 
@@ -182,10 +176,18 @@ def option(
         training: Whether the value changes what training computes; the
             others (where the run writes, how it reports) are left out of
             `RunConfig.fingerprint`.
+        outputs: Whether the value changes what a run writes after
+            training (its decoding, its exported files) though not the
+            training itself: `RunConfig.output_options`, which a finished
+            run must match. Such an option has `training=False`.
     """
+    if outputs and training:
+        raise ValueError("an option with outputs=True must have training=False")
     return dataclasses.field(
         default=default,
-        metadata={"kind": kind, "help": help, "unset": unset, "training": training},
+        metadata={
+            "kind": kind, "help": help, "unset": unset, "training": training, "outputs": outputs,
+        },
     )
 
 
@@ -372,6 +374,22 @@ class RunConfig:
             if option_spec(type(self), field.name)["training"]
         }
 
+    def output_options(self) -> dict[str, Any]:
+        """The options that change only what the run writes after training
+        (declared `option(..., outputs=True)`), name -> value.
+
+        An unfinished run resumes whatever their values, since its outputs
+        are written at its end; a finished run's outputs were made with the
+        values its `metrics.json` records (`args`), and a rerun asking for
+        others is refused, naming them, rather than reported complete with
+        outputs of another option.
+        """
+        return {
+            field.name: getattr(self, field.name)
+            for field in dataclasses.fields(self)
+            if option_spec(type(self), field.name)["outputs"]
+        }
+
     def check_environment(self, environ: Mapping[str, str] | None = None) -> None:
         """Check what the run needs outside itself: `--out`, `TF_CONFIG`.
 
@@ -495,19 +513,18 @@ class LiteRTConfig(RunConfig):
         "of 1024 elements or more as int8: smaller and faster, some answers "
         "differ); metrics.json scores the file through the interpreter",
         training=False,
+        outputs=True,
     )
 
     def fingerprint(self) -> dict[str, Any]:
         """`RunConfig.fingerprint`, and `litert_quantize` unless it is float32.
 
-        The precision changes no weight, only `model.tflite`; it is in the
-        fingerprint all the same because a rerun finds a finished run
-        complete and exports nothing: left out, a rerun of a finished run
-        with another `--litert-quantize` would report the old file as the
-        one asked for. In it, that rerun is refused, naming the difference
-        (another `--out`, or `--restart`, which trains again). float32 is
-        left out so that runs recorded before the option existed, whose
-        files are float32, keep their fingerprint and still resume.
+        The precision changes no weight, only `model.tflite`, and is one of
+        the `output_options` a finished run must match. It is in the
+        fingerprint too, where runs have recorded it since the option came
+        (so an unfinished run resumes only at its precision); float32 is
+        left out so that runs recorded before the option existed keep
+        their fingerprint and still resume.
         """
         fingerprint = super().fingerprint()
         if self.litert_quantize != "float32":

@@ -9,7 +9,13 @@ fingerprint (the training-relevant options) in `run.json`:
   process that holds it, and changes nothing.
 - A rerun of the same task with the same fingerprint resumes the run (or,
   when `metrics.json` is there, finds it complete). Other options are
-  refused with the list of what differs. `--restart` is the one way to
+  refused with the list of what differs. The options that change only
+  what a run writes after training (its decoding, its exported files:
+  `RunConfig.output_options`) do not stop an unfinished run from
+  resuming, since its outputs are written at its end; a finished run's
+  are compared with the values its `metrics.json` records, and a rerun
+  asking for others is refused the same way, never found complete with
+  outputs of another option. `--restart` is the one way to
   discard a run of the same task: it removes what that run wrote and
   starts over; `--overwrite` never does.
 - A directory holding anything else is refused unless `--overwrite`,
@@ -91,6 +97,20 @@ def differences(recorded: dict[str, Any], wanted: dict[str, Any]) -> str:
         if there != now:
             changes.append(f"{flag(name)} {there} there, {now} now")
     return "; ".join(changes)
+
+
+def recorded_output_options(path: pathlib.Path, names: Iterable[str]) -> dict[str, Any]:
+    """The values of the options `names` with which the finished run in
+    `path` made its outputs: its `metrics.json`'s `args` (the resolved
+    options), those it lacks left out."""
+    try:
+        metrics = json.loads((path / METRICS).read_text())
+    except (OSError, ValueError):
+        return {}
+    args = metrics.get("args") if isinstance(metrics, dict) else None
+    if not isinstance(args, dict):
+        return {}
+    return {name: args[name] for name in names if name in args}
 
 
 def is_chief_process(strategy: str) -> bool:
@@ -374,11 +394,13 @@ def refusal(
     *,
     restart: bool,
     overwrite: bool,
+    outputs: dict[str, Any],
 ) -> str | None:
     """Why this run may not use `path` with these options, or None when it
-    may: an empty directory; this run's own; with `--restart`, a run of
-    this task; with `--overwrite`, another task's run or files whose names
-    no run writes."""
+    may: an empty directory; this run's own (finished, with `outputs`, the
+    output options, as its `metrics.json` records them); with
+    `--restart`, a run of this task; with `--overwrite`, another task's
+    run or files whose names no run writes."""
     if record is None:
         taken = entries & set(WORKING_FILES)
         if taken:
@@ -419,7 +441,13 @@ def refusal(
     if restart:
         return None
     keep = "keep it" if finished else "resume it"
-    changed = differences(record.get("fingerprint") or {}, wanted)
+    recorded = record.get("fingerprint") or {}
+    if finished:
+        # Its outputs were made with these values: another value asked of
+        # a finished run would find it complete with the old outputs.
+        recorded = {**recorded, **recorded_output_options(path, outputs)}
+        wanted = {**wanted, **outputs}
+    changed = differences(recorded, wanted)
     if overwrite:
         if changed:
             return (
@@ -451,6 +479,7 @@ def claim_run_directory(
     restart: bool,
     overwrite: bool,
     strategy: str = "default",
+    outputs: dict[str, Any] | None = None,
 ) -> RunDirectory:
     """Claim `path` for one run of `task`, or say why it cannot be used.
 
@@ -467,6 +496,9 @@ def claim_run_directory(
             entry no run wrote under a name a run writes.
         strategy: `--strategy`; under `multiworker` only the chief locks
             and writes, the other workers just read the backup.
+        outputs: The options that change only what the run writes after
+            training, name -> JSON value (`RunConfig.output_options`): a
+            finished run in `path` made with other values is refused.
 
     Returns:
         A `RunDirectory`, locked on the chief.
@@ -507,7 +539,7 @@ def claim_run_directory(
         record = read_record(path)
         problem = refusal(
             path, task, wanted, record, entries,
-            restart=restart, overwrite=overwrite,
+            restart=restart, overwrite=overwrite, outputs=normalised(outputs or {}),
         )
         # A worker writes nothing, and its chief may already have put this
         # run's record in place of the one a flag let it discard.

@@ -54,7 +54,7 @@ from kerasrnn_pipelines import history as epoch_log
 from kerasrnn_pipelines import run_directory as layout
 from kerasrnn_pipelines.backups import TrainingBackup
 from kerasrnn_pipelines.callbacks import save_weights_atomically, training_callbacks
-from kerasrnn_pipelines.console import Headline, summary
+from kerasrnn_pipelines.console import Headline, held_back_native_output, summary
 from kerasrnn_pipelines.distributed import fit_multiworker, is_multiworker, make_strategy
 from kerasrnn_pipelines.faults import RunFailed
 from kerasrnn_pipelines.options import RunConfig
@@ -211,6 +211,27 @@ class RunContext:
             model.export(str(self.write_dir / "saved_model"), verbose=False)
 
 
+def print_onednn_notice_held_back() -> None:
+    """Have TensorFlow print its oneDNN data-type notice now, held back.
+
+    TensorFlow's oneDNN graph pass prints `oneDNN supports DT_BOOL only on
+    platforms with AVX-512. Falling back to the default Eigen-based
+    implementation if present.` at error level, which a quiet log level
+    does not hide, once per process: the first time it optimises a graph
+    that transposes a tensor of a type this processor's oneDNN lacks. In a
+    run that is the first training step, where a recurrent layer with a
+    mask transposes the boolean mask to time-major. Optimising such a
+    graph while native output is held back (`held_back_native_output`)
+    spends that once; with `--verbose` the notice is shown here instead.
+    Call after the strategy is made: running a graph starts TensorFlow's
+    runtime, which the multi-worker strategy must configure first.
+    """
+    with held_back_native_output():
+        # Two by two: Grappler removes the transpose of a 1 x 1 tensor
+        # before the oneDNN pass sees it.
+        tf.function(tf.transpose)(tf.constant([[True, False], [False, True]]))
+
+
 def skip_shuffles(train: tf.data.Dataset, epochs: int) -> None:
     """Bring `train`'s shuffle to where it stands after `epochs` epochs.
 
@@ -332,6 +353,7 @@ def run_task(
             return report
         keras.utils.set_random_seed(config.seed)
         strategy = make_strategy(config.strategy)
+        print_onednn_notice_held_back()
         context = RunContext(config, strategy, run_directory)
         started = time.perf_counter()
         metrics = task_module.run(config, context)

@@ -180,7 +180,7 @@ def test_a_finished_run_is_refused_another_litert_quantize(int8_run, capsys):
     )
     # Without the option (float32), too; the same command finds it complete.
     assert main(common) == 2
-    assert '--litert-quantize "dynamic_int8" there, unset now' in capsys.readouterr().err
+    assert '--litert-quantize "dynamic_int8" there, "float32" now' in capsys.readouterr().err
     assert main([*common, "--litert-quantize", "dynamic_int8"]) == 0
     assert "is already complete" in capsys.readouterr().out
     assert read_metrics(int8_run) == before

@@ -2,6 +2,7 @@
 `--restart` and `--overwrite`, the commit of the final outputs, and real
 `kerasrnn-train` processes contending for one `--out`."""
 
+import dataclasses
 import fcntl
 import json
 import os
@@ -14,11 +15,14 @@ import time
 
 import pytest
 
+from kerasrnn_pipelines import cli
+from kerasrnn_pipelines.options import flag, option_spec
 from kerasrnn_pipelines.run_directory import (
     OutputInTheWay,
     RunDirectoryError,
     claim_run_directory,
 )
+from kerasrnn_pipelines.tasks import CONFIGS, load_config_class
 from kerasrnn_pipelines.tasks.options.forecast_config import ForecastConfig
 from tests.isolated import REPOSITORY, subprocess_env
 from tests.pipelines.conftest import read_metrics
@@ -34,6 +38,7 @@ def claim(path, task="forecast", fingerprint=FINGERPRINT, **flags):
         restart=flags.get("restart", False),
         overwrite=flags.get("overwrite", False),
         strategy=flags.get("strategy", "default"),
+        outputs=flags.get("outputs"),
     )
 
 
@@ -684,3 +689,158 @@ def test_overwrite_never_discards_a_run_of_the_same_task(tmp_path):
             f"run {what}"
         ]
         assert contents(out) == finished
+
+
+#: The options no task's training reads that say where and how a run goes,
+#: not what it writes.
+RUN_HANDLING = {"out", "strategy", "quick", "preset", "verbose", "restart", "overwrite"}
+
+#: Each task's options that change only what a run writes after training.
+OUTPUT_OPTIONS = {
+    "charlm": {"sample_chars"},
+    "classify": {"litert_quantize"},
+    "forecast": {"litert_quantize"},
+    "tag": {"litert_quantize"},
+    "g2p": {"litert_quantize", "beam_width", "length_penalty"},
+    "translate": {"litert_quantize", "beam_width", "length_penalty"},
+}
+
+#: g2p's distillation options: its training reads them, and its
+#: fingerprint holds them whenever --teacher is given.
+DISTILLATION = {"teacher", "distillation_weight", "distillation_temperature", "unlabelled_words"}
+
+
+def test_every_option_left_out_of_training_is_run_handling_or_an_output_option():
+    assert set(OUTPUT_OPTIONS) == set(CONFIGS)
+    for task in CONFIGS:
+        config_class = load_config_class(task)
+        not_training = {
+            field.name
+            for field in dataclasses.fields(config_class)
+            if not option_spec(config_class, field.name)["training"]
+        }
+        distillation = DISTILLATION if task == "g2p" else set()
+        assert not_training == RUN_HANDLING | OUTPUT_OPTIONS[task] | distillation, task
+        assert set(config_class().output_options()) == OUTPUT_OPTIONS[task], task
+    student = load_config_class("g2p")(teacher="teacher-run", unlabelled_words=10)
+    assert DISTILLATION <= set(student.fingerprint())
+
+
+def another_value(config_class, name, value):
+    """A value of option `name` other than `value` that it allows."""
+    kind = option_spec(config_class, name)["kind"]
+    if kind.choices:
+        candidates = list(kind.choices)
+    else:
+        candidates = [value + 1, value / 2, value + 0.25]
+    return next(
+        candidate for candidate in candidates
+        if candidate != value and kind.admits(candidate)
+    )
+
+
+def decoded_run(path, config):
+    """A run of `config` that committed its outputs and a `metrics.json`
+    whose `args` are the resolved options, as `run_task` writes them."""
+    directory = claim(
+        path, config.task, config.fingerprint(), outputs=config.output_options()
+    )
+    staging = directory.start_staging()
+    (staging / "model.keras").write_bytes(b"model")
+    (staging / "model.tflite").write_bytes(b"decoder")
+    directory.commit(
+        json.dumps({"task": config.task, "args": dataclasses.asdict(config)})
+    )
+    directory.release()
+
+
+@pytest.mark.parametrize(
+    "task, name",
+    [(task, name) for task, names in OUTPUT_OPTIONS.items() for name in sorted(names)],
+)
+def test_a_finished_run_is_refused_another_output_option_and_an_unfinished_one_resumes(
+    tmp_path, task, name
+):
+    finished, unfinished = tmp_path / "finished", tmp_path / "unfinished"
+    config = cli.parse_config([task, "--quick", "--out", str(finished)])
+    value = getattr(config, name)
+    changed = dataclasses.replace(config, **{name: another_value(type(config), name, value)})
+    decoded_run(finished, config)
+    message = refusal(
+        finished, task=task, fingerprint=changed.fingerprint(),
+        outputs=changed.output_options(),
+    )
+    assert message.startswith(f"--out {finished} holds a finished {task} run with other options: ")
+    there_now = (
+        f"{flag(name)} {json.dumps(value)} there, {json.dumps(getattr(changed, name))} now"
+    )
+    assert there_now in message
+    assert message.endswith(
+        ". Rerun with its options to keep it, or start fresh: another --out, or --restart "
+        "(discards that run)"
+    )
+    with claim(
+        finished, task, config.fingerprint(), outputs=config.output_options()
+    ) as same:
+        assert same.complete
+
+    # An unfinished run writes its outputs at its end, with the values
+    # given then; a precision other than float32 is in the fingerprint as
+    # well, and an unfinished run resumes only at its own.
+    claim(unfinished, task, config.fingerprint(), outputs=config.output_options()).release()
+    if name == "litert_quantize":
+        message = refusal(
+            unfinished, task=task, fingerprint=changed.fingerprint(),
+            outputs=changed.output_options(),
+        )
+        assert f'{flag(name)} unset there, "{changed.litert_quantize}" now' in message
+        return
+    with claim(
+        unfinished, task, changed.fingerprint(), outputs=changed.output_options()
+    ) as resumed:
+        assert not resumed.complete
+
+
+def test_a_finished_run_whose_metrics_lack_an_output_option_is_refused(tmp_path):
+    finished_run(tmp_path)  # its metrics.json records no args
+    message = refusal(tmp_path, outputs={"litert_quantize": "float32"})
+    assert '--litert-quantize unset there, "float32" now' in message
+
+
+#: The smallest g2p run that decodes and exports: a minute of CPU.
+TINY_G2P = [
+    "g2p", "--quick", "--limit", "300", "--epochs", "1", "--units", "16", "--embedding", "8",
+]
+
+
+@pytest.mark.slow
+def test_a_finished_g2p_run_asked_for_another_decoding_is_refused_and_kept(tmp_path, capsys):
+    out = tmp_path / "g2p"
+    environment = subprocess_env()
+    environment.pop("TF_CPP_MIN_LOG_LEVEL")
+    first = subprocess.run(
+        [sys.executable, "-m", "kerasrnn_pipelines", *TINY_G2P, "--out", str(out)],
+        capture_output=True, text=True, cwd=REPOSITORY, env=environment, timeout=600,
+    )
+    assert first.returncode == 0, first.stderr[-3000:]
+    # TensorFlow's oneDNN notice of the first training step is held back.
+    assert "oneDNN" not in first.stderr, first.stderr
+    finished = contents(out)
+    args = read_metrics(out)["args"]
+    assert (args["beam_width"], args["length_penalty"], args["litert_quantize"]) == (
+        2, 0.0, "float32"
+    )
+    for option, value, there, now in [
+        ("--beam-width", "3", "2", "3"),
+        ("--length-penalty", "0.5", "0.0", "0.5"),
+        ("--litert-quantize", "float16", '"float32"', '"float16"'),
+    ]:
+        assert cli.main([*TINY_G2P, option, value, "--out", str(out)]) == 2
+        assert capsys.readouterr().err.splitlines() == [
+            f"kerasrnn-train g2p: --out {out} holds a finished g2p run with other options: "
+            f"{option} {there} there, {now} now. Rerun with its options to keep it, or start "
+            "fresh: another --out, or --restart (discards that run)"
+        ]
+        assert contents(out) == finished
+    assert cli.main([*TINY_G2P, "--beam-width", "2", "--out", str(out)]) == 0
+    assert f"the run in {out} is already complete" in capsys.readouterr().out

@@ -52,7 +52,11 @@ class CharLMConfig(RecurrentStackConfig):
         100_000, non_negative_int, "characters of validation text used (0: all)"
     )
     sample_chars: int = option(
-        200, positive_int, "characters generated per temperature", training=False
+        200,
+        positive_int,
+        "characters generated per temperature",
+        training=False,
+        outputs=True,
     )
 
     def __post_init__(self) -> None:

@@ -68,10 +68,12 @@ class Seq2SeqConfig(LiteRTConfig):
     )
     ensemble: int = option(
         1,
-        positive_int,
+        non_negative_int,
         "train N encoder-decoders side by side (each its own initial "
         "weights, the same batches) and decode with the mean of their "
-        "next-token probabilities; N times the training time",
+        "next-token probabilities; N times the training time (0 with "
+        "--right-to-left 1: one encoder-decoder that reads the target right "
+        "to left)",
     )
     right_to_left: int = option(
         0,
@@ -101,12 +103,14 @@ class Seq2SeqConfig(LiteRTConfig):
         "beam search width B (1 is greedy decoding) of the test decoding "
         "and the SavedModel",
         training=False,
+        outputs=True,
     )
     length_penalty: float = option(
         0.0,
         length_penalty_value,
         "GNMT length penalty alpha of the beam search",
         training=False,
+        outputs=True,
     )
 
     def __post_init__(self) -> None:
@@ -121,7 +125,15 @@ class Seq2SeqConfig(LiteRTConfig):
                 f"--input-feeding with --attention {self.attention} (pass "
                 "--attention luong or drop --input-feeding)"
             )
-        if self.right_to_left and self.beam_width == 1:
+        if self.ensemble == 0 and self.right_to_left != 1:
+            raise ConfigError(
+                "argument --ensemble: 0 left-to-right encoder-decoders makes a "
+                "run of one that reads the target right to left, with "
+                "--right-to-left 1; received --ensemble 0 with --right-to-left "
+                f"{self.right_to_left} (pass --ensemble 1 or more, or "
+                "--right-to-left 1)"
+            )
+        if self.ensemble and self.right_to_left and self.beam_width == 1:
             raise ConfigError(
                 "argument --right-to-left: its members re-rank the beam's "
                 "hypotheses, and --beam-width 1 keeps only one; received "
