@@ -521,7 +521,8 @@ def native_stderr_discarded():
     """File descriptor 2 sent to the null device inside the block: LiteRT
     announces its environment and XNNPACK there from C++ as it compiles a
     model, which `sys.stderr` cannot catch. Its failures reach Python as
-    exceptions, with their message."""
+    exceptions, with their message. (kerasrnn's `native_output` holds such
+    output back; the client runs where kerasrnn is not installed.)"""
     sys.stderr.flush()
     saved = os.dup(2)
     try:

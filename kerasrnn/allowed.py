@@ -3,20 +3,9 @@ bounds of their numbers, each defined here once.
 
 `kerasrnn.seq2seq` and `kerasrnn.export` import these, and so does
 `kerasrnn-train`, which refuses a value its run could not use before
-TensorFlow loads (one line, exit status 2) and so must not import Keras.
-This module therefore imports nothing, not even from kerasrnn.
-
-Importing `kerasrnn.allowed` still runs `kerasrnn/__init__.py` first, which
-imports Keras and with it TensorFlow, so the command line does not import
-it: `kerasrnn_pipelines.options` executes this file alone, found beside the
-package's `__init__.py`. Making the package's `__init__` lazy (PEP 562
-`__getattr__`) instead was not done: `import kerasrnn` must register the
-cells with Keras, so that `keras.saving.load_model` finds them, and hold
-back TensorFlow's start-up lines as it loads TensorFlow; a lazy `__init__`
-would do neither, and `__init__` cannot tell `import kerasrnn` from the
-import of a submodule. Executing one file that imports nothing changes
-nothing for anyone else; its only cost is that the command line holds a
-second module object with the same values.
+TensorFlow loads (one line, exit status 2). This module therefore imports
+nothing, not even from kerasrnn, and neither does the package's `__init__`
+import Keras or TensorFlow: `import kerasrnn.allowed` loads neither.
 """
 
 #: `Seq2Seq(context=...)`: how the decoder receives the encoder's context

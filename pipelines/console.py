@@ -5,11 +5,12 @@ TensorFlow writes its start-up messages (oneDNN, the CUDA stub, absl's
 without a GPU) from C++ straight to file descriptor 2, before its log level
 takes effect: `TF_CPP_MIN_LOG_LEVEL` hides what it logs later, not these.
 So unless the user asks for them (`--verbose`, or setting
-`TF_CPP_MIN_LOG_LEVEL`, which is then left as it is), `held_back_stderr`
-sends descriptor 2 to a temporary file while TensorFlow and the task load
-and shows it only if loading fails. The LiteRT interpreter announces its
-XNNPACK delegate the same way, whatever the log level, at its first call:
-the steps that run it do so inside `held_back_native_output`.
+`TF_CPP_MIN_LOG_LEVEL`, which is then left as it is), kerasrnn's
+`held_back_stderr` sends descriptor 2 to a temporary file while TensorFlow
+and the task load and shows it only if loading fails. The LiteRT
+interpreter announces its XNNPACK delegate the same way, whatever the log
+level, at its first call: the steps that run it do so inside
+`held_back_native_output`.
 
 A task says what it does before each long step (`progress`): what it
 trains and where its outputs go, then, after the epoch lines, each export
@@ -27,22 +28,20 @@ import json
 import os
 import pathlib
 import shlex
-import sys
-import tempfile
-from collections.abc import Iterator, MutableMapping
+from collections.abc import MutableMapping
 from typing import Any, TypeAlias
 
+from kerasrnn.native_output import (
+    LOG_LEVEL,
+    QUIET_LOG_LEVEL,
+    held_back_stderr,
+    hold_back_tensorflow_start_up,
+)
 from kerasrnn_pipelines import run_directory as layout
 
 #: A task's `HEADLINE_METRIC`: `(metric, baseline metric, better)`, with
 #: `better` `"lower"` or `"higher"`.
 Headline: TypeAlias = tuple[str, str, str]
-
-#: The environment variable TensorFlow reads its C++ log level from.
-LOG_LEVEL = "TF_CPP_MIN_LOG_LEVEL"
-
-#: Errors only: TensorFlow's informational lines and warnings are hidden.
-QUIET_LOG_LEVEL = "2"
 
 #: The text a string input of the serving command is given.
 EXAMPLE_TEXT = "hello"
@@ -60,7 +59,8 @@ def hold_back_tensorflow(
     Call before TensorFlow is imported: it reads its log level once.
 
     Args:
-        verbose: `--verbose`: show everything.
+        verbose: `--verbose`: show everything (what `import kerasrnn`
+            would hold back too).
         environ: The environment; `os.environ` if None. Gains
             `TF_CPP_MIN_LOG_LEVEL=2` when the start-up is held back.
 
@@ -73,33 +73,10 @@ def hold_back_tensorflow(
     _holding_back = not verbose and LOG_LEVEL not in environ
     if _holding_back:
         environ[LOG_LEVEL] = QUIET_LOG_LEVEL
+    if verbose:
+        # Importing kerasrnn asked for the start-up held back.
+        hold_back_tensorflow_start_up(False)
     return _holding_back
-
-
-@contextlib.contextmanager
-def held_back_stderr(enabled: bool) -> Iterator[None]:
-    """Inside the block, file descriptor 2 (C++ included) goes to a
-    temporary file, written out to the real stderr only if the block
-    raises; with `enabled` False the block runs untouched."""
-    if not enabled:
-        yield
-        return
-    sys.stderr.flush()
-    saved = os.dup(2)
-    held = tempfile.TemporaryFile()
-    os.dup2(held.fileno(), 2)
-    failed = True
-    try:
-        yield
-        failed = False
-    finally:
-        sys.stderr.flush()
-        os.dup2(saved, 2)
-        os.close(saved)
-        if failed:
-            held.seek(0)
-            os.write(2, held.read())
-        held.close()
 
 
 def held_back_native_output() -> contextlib.AbstractContextManager[None]:

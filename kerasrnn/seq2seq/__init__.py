@@ -28,6 +28,9 @@
   each export (`kerasrnn.seq2seq.specs`).
 """
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from kerasrnn.optional_tensorflow import missing_tensorflow
 
 # Every module below is written with TensorFlow: without it, one line says
@@ -37,8 +40,6 @@ try:
 except ImportError as error:
     raise missing_tensorflow("kerasrnn.seq2seq", error) from None
 
-from kerasrnn.export.seq2seq_litert import export_litert
-from kerasrnn.export.seq2seq_savedmodel import StringSeq2Seq, export_serving
 from kerasrnn.seq2seq.attention import (
     ATTENTIONS,
     BahdanauAttention,
@@ -76,6 +77,19 @@ from kerasrnn.seq2seq.vocabulary import (
     Vocabulary,
 )
 
+if TYPE_CHECKING:
+    from kerasrnn.export.seq2seq_litert import export_litert
+    from kerasrnn.export.seq2seq_savedmodel import StringSeq2Seq, export_serving
+
+#: The exports, name -> module: `kerasrnn.export` builds on this package,
+#: so they are imported on first use, never as this package loads (which
+#: the exporters' own imports of `kerasrnn.seq2seq.*` start).
+_EXPORTS = {
+    "StringSeq2Seq": "kerasrnn.export.seq2seq_savedmodel",
+    "export_litert": "kerasrnn.export.seq2seq_litert",
+    "export_serving": "kerasrnn.export.seq2seq_savedmodel",
+}
+
 __all__ = [
     "ATTENTIONS",
     "BahdanauAttention",
@@ -111,3 +125,16 @@ __all__ = [
     "teacher_logits",
     "teacher_targets",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'kerasrnn.seq2seq' has no attribute {name!r}")
+    value = getattr(importlib.import_module(_EXPORTS[name]), name)
+    # Later lookups find it without coming back here.
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
