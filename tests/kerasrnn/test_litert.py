@@ -833,3 +833,92 @@ def test_operators_are_counted_per_signature_as_the_interpreter_lists_them(strea
     # unrolled five steps.
     assert sum(counts["step"].values()) < sum(counts["serving_default"].values())
     assert counts["step"]["FULLY_CONNECTED"] >= 5
+
+
+#: The example client, its exit status the process's.
+STREAMING_CLIENT_EXITING = """
+import runpy, sys
+sys.argv = ["litert_streaming.py", *sys.argv[1:]]
+runpy.run_path("examples/litert_streaming.py", run_name="__main__")
+"""
+
+
+@pytest.fixture(scope="module")
+def fused_streaming_file(tmp_path_factory):
+    """(model, file): a streaming file with fused LSTM operators, fixed at
+    batch 2."""
+    features = keras.Input((None, FEATURES))
+    hidden = keras.layers.RNN(kerasrnn.LSTMCell(UNITS), return_sequences=True)(features)
+    model = keras.Model(features, keras.layers.Dense(2)(hidden))
+    path = tmp_path_factory.mktemp("fused") / "fused.tflite"
+    return model, export_litert(
+        model, path, sequence_length=LENGTH, streaming=True, batch_size=2, fused=True
+    )
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "case",
+    ["no time steps", "no rows", "other features", "outputs folder missing", "folder as model",
+     "json as sequence", "fused at batch 2, 1 row", "fused at batch 2, 3 rows"],
+)
+def test_the_streaming_client_refuses_in_one_line_what_the_file_cannot_run(
+    streamed, fused_streaming_file, tmp_path, case
+):
+    _, every_step, _, _ = streamed["every_step"]
+    model, sequence, outputs = every_step, tmp_path / "sequence.npy", tmp_path / "outputs.npy"
+    shape = (2, 9, FEATURES)
+    if case == "no time steps":
+        shape = (0, FEATURES)  # [time, *features]: one row of no steps
+        expected = f"{sequence} has no time steps (shape (1, 0, {FEATURES}))"
+    elif case == "no rows":
+        shape = (0, 9, FEATURES)
+        expected = f"{sequence} has no rows (shape (0, 9, {FEATURES}))"
+    elif case == "other features":
+        shape = (9, FEATURES + 1)
+        expected = (
+            f"{sequence} has steps of shape [{FEATURES + 1}] (sequence shape (1, 9, "
+            f"{FEATURES + 1})); {model} takes steps of shape [{FEATURES}]"
+        )
+    elif case == "outputs folder missing":
+        outputs = tmp_path / "missing" / "outputs.npy"
+        expected = f"the folder {outputs.parent} of {outputs} does not exist"
+    elif case == "folder as model":
+        model = tmp_path
+        expected = f"{tmp_path} is a folder; MODEL is a .tflite file"
+    elif case == "json as sequence":
+        sequence = tmp_path / "sequence.json"
+        sequence.write_text(json.dumps(np.zeros(shape).tolist()))
+        expected = f"{sequence} is not a NumPy .npy file"
+    else:
+        rows = 1 if "1 row" in case else 3
+        model, shape = fused_streaming_file[1], (rows, 9, FEATURES)
+        expected = (
+            f"{model} is fixed at batch 2 (exported with batch_size=2); {sequence} has "
+            f"{rows} row{'' if rows == 1 else 's'}: pass 2 rows"
+        )
+    if sequence.suffix == ".npy":
+        np.save(sequence, np.ones(shape, "float32"))
+    completed = run_without(
+        ("tensorflow", "keras", "kerasrnn"), STREAMING_CLIENT_EXITING, model, sequence, outputs,
+        check=False,
+    )
+    assert completed.returncode == 1, completed.stderr
+    (line,) = completed.stderr.splitlines()
+    assert line.startswith(f"litert_streaming.py: {expected}"), line
+    assert not outputs.exists()
+
+
+@pytest.mark.slow
+def test_the_streaming_client_runs_a_fused_file_at_its_batch(fused_streaming_file, tmp_path):
+    model, fused = fused_streaming_file
+    # Nine steps, more than the file's whole-sequence length.
+    sequence = np.random.default_rng(3).normal(size=(2, 9, FEATURES)).astype("float32")
+    np.save(tmp_path / "sequence.npy", sequence)
+    run_without(
+        ("tensorflow", "keras", "kerasrnn"), STREAMING_CLIENT_EXITING, fused,
+        tmp_path / "sequence.npy", tmp_path / "outputs.npy",
+    )
+    np.testing.assert_allclose(
+        np.load(tmp_path / "outputs.npy"), model.predict(sequence, verbose=0), atol=1e-5
+    )
