@@ -91,11 +91,11 @@ def python_beam_search(model, source_ids, beam_width, max_length):
     return sequences.reshape(batch, beam_width, max_length)
 
 
-def _xla(decoder, model, *args):
-    """`decoder` compiled whole by XLA (`jit_compile=True`) for these args."""
+def _xla(decoder, model, decoding):
+    """`decoder` compiled whole by XLA (`jit_compile=True`) for `decoding`."""
 
     def decode(source_ids):
-        return decoder(model, source_ids, *args)
+        return decoder(model, source_ids, decoding=decoding)
 
     return tf.function(decode, jit_compile=True)
 
@@ -112,19 +112,20 @@ def decoding_rows(quick, repeats):
     model = build_model(units, 30, 72, source_length)
     rng = np.random.default_rng(1)
     width = 5
-    greedy_xla = _xla(seq2seq.greedy_decode, model, max_length)
-    beam_xla = _xla(seq2seq.beam_search_decode, model, width, max_length)
+    decoding = seq2seq.DecodingSpec(beam_width=width, max_target_length=max_length)
+    greedy_xla = _xla(seq2seq.greedy_decode, model, decoding)
+    beam_xla = _xla(seq2seq.beam_search_decode, model, decoding)
 
     def contenders(source):
         """The six ways of decoding `source`, each a call to time."""
         return {
             "greedy graph": lambda: seq2seq.greedy_decode(
-                model, source, max_length
+                model, source, decoding=decoding
             ).sequences.numpy(),
             "greedy xla": lambda: greedy_xla(source).sequences.numpy(),
             "greedy python": lambda: python_greedy(model, source, max_length),
             "beam graph": lambda: seq2seq.beam_search_decode(
-                model, source, width, max_length
+                model, source, decoding=decoding
             ).sequences.numpy(),
             "beam xla": lambda: beam_xla(source).sequences.numpy(),
             "beam python": lambda: python_beam_search(model, source, width, max_length),

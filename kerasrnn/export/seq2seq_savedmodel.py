@@ -464,8 +464,10 @@ def serving_specs(
     `StringSeq2Seq`) was given, or made of its shortcut arguments, the
     deprecated `max_input_length` and `max_output_length` standing in for
     `max_source_length` and `max_target_length` (with a
-    `DeprecationWarning` pointing at the caller of `function`)."""
+    `DeprecationWarning` pointing at the caller of `function`); an error
+    names the keyword the caller typed, the old one included."""
     lengths = {}
+    typed = {}
     for old, old_value, new, new_value in (
         ("max_input_length", max_input_length, "max_source_length", max_source_length),
         ("max_output_length", max_output_length, "max_target_length", max_target_length),
@@ -475,11 +477,14 @@ def serving_specs(
             stacklevel=4,
         )
         lengths[new] = UNSET if value is None else value
+        if old_value is not None:
+            typed[new] = old
     decoding = spec_with_shortcuts(
         DecodingSpec,
         "decoding",
         decoding,
         {"beam_width": beam_width, "length_penalty": length_penalty, **lengths},
+        typed,
     )
     text = spec_with_shortcuts(
         TextSpec,

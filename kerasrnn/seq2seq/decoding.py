@@ -46,9 +46,12 @@ Beam search's step, its placeholders and its final ranking are
 `kerasrnn.seq2seq.beam`'s, which the LiteRT export
 (`kerasrnn.export.seq2seq_litert`) runs unrolled: both give the same beam.
 
-The bound on the answer's length was called `max_length` before; that
-keyword still works for one release, with a `DeprecationWarning`
-(`kerasrnn.seq2seq.renamed`).
+`greedy_decode` and `beam_search_decode` take what they decode with as
+one `DecodingSpec` (`decoding=`), as the exporters do. Their loose keywords
+(`beam_width`, `max_target_length`, `length_penalty`, and `max_length`
+before them) still work for one release, with a `DeprecationWarning`
+(`kerasrnn.seq2seq.renamed`); `sample_decode` takes `max_target_length`
+(`max_length` deprecated).
 """
 
 from __future__ import annotations
@@ -60,11 +63,17 @@ from typing import Any, NamedTuple
 import numpy as np
 import tensorflow as tf
 
-from kerasrnn.allowed import MAX_DECODE_LENGTH, MAX_LENGTH_PENALTY
 from kerasrnn.seq2seq.beam import BeamState, any_live, beam_step, initial_beam, rank_beam
 from kerasrnn.seq2seq.loss import next_token_log_probs
 from kerasrnn.seq2seq.protocol import DecodableModel
-from kerasrnn.seq2seq.renamed import renamed_keyword, required
+from kerasrnn.seq2seq.renamed import deprecated_keywords, renamed_keyword, required
+from kerasrnn.seq2seq.specs import (
+    UNSET,
+    DecodingSpec,
+    check_int_in,
+    check_max_length,
+    spec_with_shortcuts,
+)
 from kerasrnn.seq2seq.target_order import answers_left_to_right
 from kerasrnn.seq2seq.vocabulary import END_ID, PAD_ID, START_ID
 from kerasrnn.types import TensorLike
@@ -169,27 +178,6 @@ def check_decoder_arguments(
     return tf.constant(ids, tf.int32), return_alignments
 
 
-def check_int_in(name: str, value: object, low: int, high: int) -> int:
-    """Return `value` as an `int` if it is an integer in [low, high], else
-    raise a ValueError naming `name`, the value and the interval."""
-    if (
-        not isinstance(value, (int, np.integer))
-        or isinstance(value, (bool, np.bool_))
-        or not low <= value <= high
-    ):
-        raise ValueError(
-            f"Argument `{name}` must be an integer in [{low}, {high}]. "
-            f"Received: {name}={value!r}"
-        )
-    return int(value)
-
-
-def check_max_length(max_length: object, name: str = "max_target_length") -> int:
-    """`max_length` as an int in [1, `MAX_DECODE_LENGTH`], else a ValueError
-    naming the argument `name`."""
-    return check_int_in(name, max_length, 1, MAX_DECODE_LENGTH)
-
-
 def max_target_length_of(
     function: str, max_target_length: int | None, max_length: int | None
 ) -> int:
@@ -207,10 +195,64 @@ def max_target_length_of(
     return check_max_length(required(function, "max_target_length", value))
 
 
-def check_length_penalty(length_penalty: object) -> float:
-    """α as a float in [0, `MAX_LENGTH_PENALTY`], else a ValueError."""
-    return check_number(
-        "length_penalty", length_penalty, low=0, high=MAX_LENGTH_PENALTY
+def decoder_spec(
+    function: str,
+    decoding: DecodingSpec | None,
+    loose: dict[str, Any],
+    max_length: int | None,
+    required_fields: tuple[str, ...],
+) -> DecodingSpec:
+    """The `DecodingSpec` a decoder decodes with: `decoding`, or one made of
+    the deprecated loose keywords passed instead, with a
+    `DeprecationWarning` that names them and the spec to pass.
+
+    The loose form works as it did: each of its keywords is required (the
+    spec's other fields at their defaults), and `max_length` stands in for
+    `max_target_length`. Errors name the keyword the caller typed.
+
+    Args:
+        function: The decoder's name, for the messages.
+        decoding: The `decoding` argument.
+        loose: Field name -> the value of the loose keyword of that name, or
+            None where it was not passed.
+        max_length: The `max_length` argument.
+        required_fields: The loose keywords the loose form requires.
+
+    Raises:
+        TypeError: Neither `decoding` nor the loose keywords were passed,
+            or the loose form lacks one of its keywords.
+        ValueError: A loose keyword is passed with `decoding`, `max_length`
+            with `max_target_length`, or a value is out of range.
+    """
+    loose = dict(loose)
+    typed = {}
+    if max_length is not None:
+        if loose["max_target_length"] is not None:
+            # Refuses the two together, naming both.
+            renamed_keyword(
+                function, "max_length", max_length, "max_target_length",
+                loose["max_target_length"],
+            )
+        loose["max_target_length"] = max_length
+        typed["max_target_length"] = "max_length"
+    passed = {field: value for field, value in loose.items() if value is not None}
+    if not passed:
+        required(function, "decoding", decoding)
+    elif decoding is None:
+        keywords = [typed.get(field, field) for field in passed]
+        fields = ", ".join(f"{field}=..." for field in passed)
+        deprecated_keywords(
+            function, keywords, f"decoding=kerasrnn.seq2seq.DecodingSpec({fields})",
+            stacklevel=4,
+        )
+        for field in required_fields:
+            required(function, field, loose[field])
+    return spec_with_shortcuts(
+        DecodingSpec,
+        "decoding",
+        decoding,
+        {field: passed.get(field, UNSET) for field in loose},
+        typed,
     )
 
 
@@ -359,6 +401,7 @@ def greedy_decode(
     max_target_length: int | None = None,
     return_alignments: bool = False,
     *,
+    decoding: DecodingSpec | None = None,
     max_length: int | None = None,
 ) -> DecodeResult:
     """y_t = argmax_y p(y | y_<t, c) at every step.
@@ -366,12 +409,16 @@ def greedy_decode(
     Args:
         model: A `DecodableModel`: a `Seq2Seq` or `Seq2SeqEnsemble`.
         source_ids: `(batch, S)` int ids padded with 0 (anywhere: see the
-            module doc); a dense array, not a ragged one.
-        max_target_length: Int T in [1, `MAX_DECODE_LENGTH`] (65536), the
-            most tokens emitted per example. Required.
-        return_alignments: Also return α (attention models only).
-        max_length: The deprecated name of `max_target_length`: it works
+            module doc); a dense array, not a ragged one, read whole.
+        max_target_length: Deprecated: pass `decoding` instead. It works
             until the next release, with a `DeprecationWarning`.
+        return_alignments: Also return α (attention models only).
+        decoding: A `DecodingSpec`, required: its `max_target_length` T
+            (in [1, `MAX_DECODE_LENGTH`], 65536) is the most tokens emitted
+            per example. Its other fields are beam search's and the
+            exporters': greedy decoding is a beam of one, and the source is
+            read whole.
+        max_length: The older deprecated name of `max_target_length`.
 
     Returns:
         A `DecodeResult`: sequences `(batch, T)` int32, log_probs
@@ -379,14 +426,27 @@ def greedy_decode(
         `(batch, T, S)` with `return_alignments` (else None).
 
     Raises:
-        ValueError: An argument is out of range, or `max_length` is passed
-            with `max_target_length`.
+        TypeError: Neither `decoding` nor `max_target_length` is passed.
+        ValueError: An argument is out of range, or a deprecated keyword is
+            passed with `decoding` (each named as the caller typed it).
+
+    Example:
+
+    >>> result = greedy_decode(
+    ...     model, source_ids, decoding=DecodingSpec(max_target_length=20)
+    ... )  # doctest: +SKIP
     """
-    length = max_target_length_of("greedy_decode", max_target_length, max_length)
+    spec = decoder_spec(
+        "greedy_decode",
+        decoding,
+        {"max_target_length": max_target_length},
+        max_length,
+        ("max_target_length",),
+    )
     source_ids, return_alignments = check_decoder_arguments(
         model, source_ids, return_alignments
     )
-    return compiled_greedy(model, source_ids, length, return_alignments)
+    return compiled_greedy(model, source_ids, spec.max_target_length, return_alignments)
 
 
 @tf.function(reduce_retracing=True)
@@ -579,41 +639,48 @@ def compiled_beam_search(
 def beam_search_decode(
     model: DecodableModel,
     source_ids: TensorLike,
-    beam_width: int,
+    beam_width: int | None = None,
     max_target_length: int | None = None,
-    length_penalty: float = 0.0,
+    length_penalty: float | None = None,
     return_alignments: bool = False,
     *,
+    decoding: DecodingSpec | None = None,
     max_length: int | None = None,
 ) -> DecodeResult:
     """Beam search: keep the `beam_width` best hypotheses at every step.
 
     At step t every live hypothesis is extended by every token and every
-    ended hypothesis is carried over unchanged; the `beam_width` candidates
-    with the best score log p(y_1 … y_L | x) / lp(L), lp(L) = ((5 + L)/6)^α
-    and L the hypothesis length with `<end>`, survive. With α = 0 the score
-    is the log-probability, and `beam_width=1` is greedy decoding. The
-    decoder states — the attentional vector of Luong's input feeding
+    ended hypothesis is carried over unchanged; the B (`beam_width`)
+    candidates with the best score log p(y_1 … y_L | x) / lp(L), lp(L) =
+    ((5 + L)/6)^α and L the hypothesis length with `<end>`, survive. With
+    α = 0 the score is the log-probability, and B = 1 is greedy decoding.
+    The decoder states — the attentional vector of Luong's input feeding
     included — are reordered with the hypotheses at every step.
 
     Where fewer than B hypotheses exist (a beam wider than the vocabulary
-    allows in `max_target_length` steps), the last beams are placeholders: empty
-    sequences whose log-probability and score are −1e9
+    allows in `max_target_length` steps), the last beams are placeholders:
+    empty sequences whose log-probability and score are −1e9
     (`FORBIDDEN_LOG_PROB`), ranked last.
 
     Args:
         model: A `DecodableModel`: a `Seq2Seq` or `Seq2SeqEnsemble`.
         source_ids: `(batch, S)` int ids padded with 0 (anywhere: see the
-            module doc); a dense array, not a ragged one.
-        beam_width: Positive int, B.
-        max_target_length: Int T in [1, `MAX_DECODE_LENGTH`] (65536), the
-            most tokens per hypothesis. Required.
-        length_penalty: α in [0, `MAX_LENGTH_PENALTY`] (8); larger favours
-            longer hypotheses. The bound keeps lp(L) within float32 for
-            every allowed L: beyond it the scores would overflow or tie.
+            module doc); a dense array, not a ragged one, read whole.
+        beam_width: Deprecated: pass `decoding` instead.
+        max_target_length: Deprecated: pass `decoding` instead.
+        length_penalty: Deprecated: pass `decoding` instead. The three
+            work until the next release, with a `DeprecationWarning`
+            (`beam_width` and `max_target_length` required, α 0 unless
+            passed).
         return_alignments: Also return α (attention models only).
-        max_length: The deprecated name of `max_target_length`: it works
-            until the next release, with a `DeprecationWarning`.
+        decoding: A `DecodingSpec`, required: its `beam_width` B (a
+            positive int), `max_target_length` T (in [1,
+            `MAX_DECODE_LENGTH`], 65536: the most tokens per hypothesis)
+            and `length_penalty` α (in [0, `MAX_LENGTH_PENALTY`], 8:
+            larger favours longer hypotheses; the bound keeps lp(L) within
+            float32 for every allowed L). Its `max_source_length` is the
+            exporters': the source is read whole.
+        max_length: The older deprecated name of `max_target_length`.
 
     Returns:
         A `DecodeResult`, best first by score: sequences `(batch, B, T)`
@@ -623,15 +690,32 @@ def beam_search_decode(
         members' and `scores` add λ times the rescorers' log-probability.
 
     Raises:
-        ValueError: An argument is out of range, or `max_length` is passed
-            with `max_target_length`.
+        TypeError: Neither `decoding` nor the deprecated keywords are
+            passed, or only some of `beam_width` and `max_target_length`.
+        ValueError: An argument is out of range, or a deprecated keyword is
+            passed with `decoding` (each named as the caller typed it).
+
+    Example:
+
+    >>> result = beam_search_decode(
+    ...     model, source_ids, decoding=DecodingSpec(beam_width=4, max_target_length=20)
+    ... )  # doctest: +SKIP
     """
-    beam_width = check_positive_int("beam_width", beam_width)
-    length = max_target_length_of("beam_search_decode", max_target_length, max_length)
-    length_penalty = check_length_penalty(length_penalty)
+    spec = decoder_spec(
+        "beam_search_decode",
+        decoding,
+        {
+            "beam_width": beam_width,
+            "max_target_length": max_target_length,
+            "length_penalty": length_penalty,
+        },
+        max_length,
+        ("beam_width", "max_target_length"),
+    )
     source_ids, return_alignments = check_decoder_arguments(
         model, source_ids, return_alignments
     )
     return compiled_beam_search(
-        model, source_ids, beam_width, length, length_penalty, return_alignments
+        model, source_ids, spec.beam_width, spec.max_target_length, spec.length_penalty,
+        return_alignments,
     )

@@ -105,7 +105,10 @@ class Seq2SeqEnsemble(keras.Model):
     >>> tuple(ensemble(batch).shape)
     (3, 2, 4, 40)
     >>> ensemble.fit(dataset.map(seq2seq.teacher_forcing_pair), epochs=5)  # doctest: +SKIP
-    >>> seq2seq.beam_search_decode(ensemble, source_ids, 4, 20)  # doctest: +SKIP
+    >>> seq2seq.beam_search_decode(
+    ...     ensemble, source_ids,
+    ...     decoding=seq2seq.DecodingSpec(beam_width=4, max_target_length=20),
+    ... )  # doctest: +SKIP
     """
 
     def __init__(

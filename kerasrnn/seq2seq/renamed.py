@@ -9,6 +9,12 @@ and emits a `DeprecationWarning` naming the new keyword; passing both is a
 | `max_length` | `max_target_length` | the decoders, `teacher_targets` |
 | `max_output_length` | `max_target_length` | `export_serving`, `StringSeq2Seq` |
 | `max_input_length` | `max_source_length` | `export_serving`, `StringSeq2Seq` |
+
+The decoders `greedy_decode` and `beam_search_decode` take their knobs as
+one `DecodingSpec` (`decoding=`), as the exporters do: their loose keywords
+(`beam_width`, `max_target_length`, `length_penalty`, and `max_length`
+before them) work for one release too, with a `DeprecationWarning` that
+names the spec to pass instead (`deprecated_keywords`).
 """
 
 from __future__ import annotations
@@ -61,6 +67,28 @@ def renamed_keyword(
         stacklevel=stacklevel,
     )
     return old_value
+
+
+def deprecated_keywords(
+    function: str, keywords: list[str], replacement: str, stacklevel: int = 3
+) -> None:
+    """Warn that `function` was called with the deprecated `keywords`.
+
+    Args:
+        function: The function's name, for the message.
+        keywords: The deprecated keywords passed, as the caller typed them.
+        replacement: What to pass instead, as the caller would type it.
+        stacklevel: As for `renamed_keyword`.
+    """
+    names = ", ".join(f"`{keyword}`" for keyword in keywords)
+    plural = "s" if len(keywords) > 1 else ""
+    warnings.warn(
+        f"{function}: the keyword{plural} {names} {'are' if plural else 'is'} "
+        "deprecated and will be removed in the next release; pass "
+        f"`{replacement}` instead (it means the same).",
+        DeprecationWarning,
+        stacklevel=stacklevel,
+    )
 
 
 def required(function: str, name: str, value: _Value | None) -> _Value:

@@ -4,10 +4,15 @@ and writes text, each said once: `DecodingSpec` and `TextSpec`.
 Both exporters (`export_serving`, `export_litert`) take the two specs, with
 the same defaults, and record them as they are: the LiteRT export under the
 keys `"decoding"` and `"text"` of its `vocabulary.json`, the SavedModel in
-`assets.extra/specs.json` under the same keys (`SPECS_FILE`). A spec's
-fields are checked once, when it is made; the beam's bound by the target
-vocabulary (`check_beam_width_fits`) is checked by the exporters, which know
-the vocabulary.
+`assets.extra/specs.json` under the same keys (`SPECS_FILE`). The decoders
+`greedy_decode` and `beam_search_decode` take a `DecodingSpec` too. A
+spec's fields are checked once, when it is made; the beam's bound by the
+target vocabulary (`check_beam_width_fits`) is checked by its users, which
+know the vocabulary.
+
+A field passed to an exporter or a decoder as a keyword of its own (a
+shortcut, or a deprecated keyword) is checked under the name the caller
+typed, so that an error names that keyword (`spec_with_shortcuts`).
 
 Example:
 
@@ -26,10 +31,13 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
-from kerasrnn.seq2seq.decoding import check_length_penalty, check_max_length
-from kerasrnn.validation import check_bool, check_choice, check_positive_int
+import numpy as np
+
+from kerasrnn.allowed import MAX_DECODE_LENGTH, MAX_LENGTH_PENALTY
+from kerasrnn.validation import check_bool, check_choice, check_number, check_positive_int
 
 #: How text becomes source tokens (`TextSpec.split`).
 SPLITS = ("characters", "whitespace")
@@ -38,6 +46,59 @@ SPLITS = ("characters", "whitespace")
 #: to its directory: `assets.extra/` is the SavedModel's place for files that
 #: go with the model and that no graph reads.
 SPECS_FILE = "assets.extra/specs.json"
+
+
+def check_int_in(name: str, value: object, low: int, high: int) -> int:
+    """Return `value` as an `int` if it is an integer in [low, high], else
+    raise a ValueError naming `name`, the value and the interval."""
+    if (
+        not isinstance(value, (int, np.integer))
+        or isinstance(value, (bool, np.bool_))
+        or not low <= value <= high
+    ):
+        raise ValueError(
+            f"Argument `{name}` must be an integer in [{low}, {high}]. "
+            f"Received: {name}={value!r}"
+        )
+    return int(value)
+
+
+def check_max_length(max_length: object, name: str = "max_target_length") -> int:
+    """`max_length` as an int in [1, `MAX_DECODE_LENGTH`], else a ValueError
+    naming the argument `name`."""
+    return check_int_in(name, max_length, 1, MAX_DECODE_LENGTH)
+
+
+def check_length_penalty(length_penalty: object, name: str = "length_penalty") -> float:
+    """α as a float in [0, `MAX_LENGTH_PENALTY`], else a ValueError naming
+    the argument `name`."""
+    return check_number(name, length_penalty, low=0, high=MAX_LENGTH_PENALTY)
+
+
+def check_separator(name: str, separator: object) -> str:
+    """`separator` if it is a string, else a ValueError naming `name`."""
+    if not isinstance(separator, str):
+        raise ValueError(
+            f"Argument `{name}` must be a string. Received: {name}={separator!r}"
+        )
+    return separator
+
+
+#: Each `DecodingSpec` field's check: `(name typed, value) -> the value as
+#: the spec stores it`, raising a ValueError that names the name typed.
+DECODING_CHECKS: dict[str, Callable[[str, Any], Any]] = {
+    "beam_width": check_positive_int,
+    "length_penalty": lambda name, value: check_length_penalty(value, name),
+    "max_source_length": check_positive_int,
+    "max_target_length": lambda name, value: check_max_length(value, name),
+}
+
+#: Each `TextSpec` field's check, as `DECODING_CHECKS`.
+TEXT_CHECKS: dict[str, Callable[[str, Any], Any]] = {
+    "split": lambda name, value: check_choice(name, value, SPLITS),
+    "lowercase": check_bool,
+    "separator": check_separator,
+}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -72,18 +133,8 @@ class DecodingSpec:
 
     def __post_init__(self) -> None:
         # Stored as plain Python numbers, so that the spec is JSON as it is.
-        checked = {
-            "beam_width": check_positive_int("beam_width", self.beam_width),
-            "length_penalty": check_length_penalty(self.length_penalty),
-            "max_source_length": check_positive_int(
-                "max_source_length", self.max_source_length
-            ),
-            "max_target_length": check_max_length(
-                self.max_target_length, "max_target_length"
-            ),
-        }
-        for name, value in checked.items():
-            object.__setattr__(self, name, value)
+        for field, check in DECODING_CHECKS.items():
+            object.__setattr__(self, field, check(field, getattr(self, field)))
 
     def to_json(self) -> dict[str, Any]:
         """The fields by name, what `DecodingSpec(**...)` takes back."""
@@ -118,13 +169,8 @@ class TextSpec:
     separator: str = " "
 
     def __post_init__(self) -> None:
-        check_choice("split", self.split, SPLITS)
-        object.__setattr__(self, "lowercase", check_bool("lowercase", self.lowercase))
-        if not isinstance(self.separator, str):
-            raise ValueError(
-                "Argument `separator` must be a string. "
-                f"Received: separator={self.separator!r}"
-            )
+        for field, check in TEXT_CHECKS.items():
+            object.__setattr__(self, field, check(field, getattr(self, field)))
 
     def to_json(self) -> dict[str, Any]:
         """The fields by name, what `TextSpec(**...)` takes back."""
@@ -143,12 +189,26 @@ UNSET = Unset.UNSET
 
 _Spec = TypeVar("_Spec", DecodingSpec, TextSpec)
 
+#: Each spec's field checks.
+FIELD_CHECKS: dict[type, dict[str, Callable[[str, Any], Any]]] = {
+    DecodingSpec: DECODING_CHECKS,
+    TextSpec: TEXT_CHECKS,
+}
+
 
 def spec_with_shortcuts(
-    kind: type[_Spec], name: str, spec: _Spec | None, shortcuts: dict[str, Any]
+    kind: type[_Spec],
+    name: str,
+    spec: _Spec | None,
+    shortcuts: dict[str, Any],
+    typed: Mapping[str, str] | None = None,
 ) -> _Spec:
-    """The spec an exporter uses: `spec`, or one made of the shortcut
-    arguments that were passed (the others at the spec's defaults).
+    """The spec an exporter or a decoder uses: `spec`, or one made of the
+    shortcut arguments that were passed (the others at the spec's defaults).
+
+    Each shortcut passed is checked under the keyword the caller typed, so
+    that a refusal names it (`max_input_length=0` is refused as
+    `max_input_length`, not as the field `max_source_length` it sets).
 
     Args:
         kind: `DecodingSpec` or `TextSpec`.
@@ -156,15 +216,25 @@ def spec_with_shortcuts(
         spec: The spec passed, or None.
         shortcuts: Field name -> the value passed by the shortcut argument
             of that name, or `UNSET`.
+        typed: Field name -> the keyword that passed it, where it is not
+            the field's own name (a deprecated keyword).
 
     Raises:
         ValueError: `spec` is not a `kind`, a shortcut is passed with a spec
             (which of the two would hold is not for the exporter to
-            guess), or a field is out of range.
+            guess), or a field is out of range; each names the keyword
+            typed.
     """
+    typed = typed or {}
     passed = {field: value for field, value in shortcuts.items() if value is not UNSET}
     if spec is None:
-        return kind(**passed)
+        checks = FIELD_CHECKS[kind]
+        return kind(
+            **{
+                field: checks[field](typed.get(field, field), value)
+                for field, value in passed.items()
+            }
+        )
     if not isinstance(spec, kind):
         raise ValueError(
             f"Argument `{name}` must be a kerasrnn.seq2seq.{kind.__name__} or "
@@ -172,11 +242,14 @@ def spec_with_shortcuts(
         )
     if passed:
         field, value = next(iter(passed.items()))
+        keyword = typed.get(field, field)
+        sets = f"sets a field of `{name}`" if keyword == field else (
+            f"sets the field `{field}` of `{name}`"
+        )
         raise ValueError(
-            f"Argument `{field}` sets a field of `{name}`, which was passed "
-            f"too: pass one of them (`dataclasses.replace({name}, "
-            f"{field}=...)` changes one field of a spec). Received: "
-            f"{field}={value!r} and {name}={spec!r}"
+            f"Argument `{keyword}` {sets}, which was passed too: pass one of "
+            f"them (`dataclasses.replace({name}, {field}=...)` changes one "
+            f"field of a spec). Received: {keyword}={value!r} and {name}={spec!r}"
         )
     return spec
 

@@ -226,46 +226,159 @@ def test_both_exports_record_the_specs_as_they_are(model, vocabularies, tmp_path
 
 
 # ------------------------------------------------------ renamed keywords
-DECODERS = {
-    "greedy_decode": lambda model, **length: seq2seq.greedy_decode(model, SOURCE, **length),
-    "sample_decode": lambda model, **length: seq2seq.sample_decode(
-        model, SOURCE, seed=4, **length
-    ),
-    "beam_search_decode": lambda model, **length: seq2seq.beam_search_decode(
-        model, SOURCE, 2, **length
-    ),
-}
-
-
-@pytest.mark.parametrize("decoder", DECODERS)
-def test_max_length_still_works_with_a_deprecation_warning(model, decoder):
-    expected = DECODERS[decoder](model, max_target_length=3)
+def test_sample_decode_max_length_still_works_with_a_deprecation_warning(model):
+    expected = seq2seq.sample_decode(model, SOURCE, max_target_length=3, seed=4)
     with pytest.warns(
         DeprecationWarning,
-        match=f"{decoder}: the keyword `max_length` is deprecated.*pass `max_target_length`",
+        match="sample_decode: the keyword `max_length` is deprecated.*pass `max_target_length`",
     ) as caught:
-        result = DECODERS[decoder](model, max_length=3)
+        result = seq2seq.sample_decode(model, SOURCE, max_length=3, seed=4)
     # The warning points at the caller, not into kerasrnn.
     assert caught[0].filename == __file__
-    assert result.sequences.shape == expected.sequences.shape
     np.testing.assert_array_equal(result.sequences, expected.sequences)
     np.testing.assert_array_equal(result.log_probs, expected.log_probs)
 
 
-@pytest.mark.parametrize("decoder", DECODERS)
-def test_max_length_with_max_target_length_is_refused(model, decoder):
+def test_sample_decode_max_length_with_max_target_length_is_refused(model):
     with pytest.raises(
         ValueError,
         match="`max_length` and `max_target_length`.*Received: max_length=3 and "
         "max_target_length=4",
     ):
-        DECODERS[decoder](model, max_length=3, max_target_length=4)
+        seq2seq.sample_decode(model, SOURCE, max_length=3, max_target_length=4)
 
 
-@pytest.mark.parametrize("decoder", DECODERS)
-def test_a_decoder_without_a_length_names_the_missing_argument(model, decoder):
-    with pytest.raises(TypeError, match="missing required argument: 'max_target_length'"):
-        DECODERS[decoder](model)
+# --------------------------------------------- the decoders take the spec
+#: Each decoder called with the spec, and with its deprecated loose
+#: keywords saying the same (`max_length` the older name of
+#: `max_target_length`).
+SPEC_DECODERS = {
+    "greedy_decode": (
+        lambda model, decoding: seq2seq.greedy_decode(model, SOURCE, decoding=decoding),
+        [
+            ((), {"max_target_length": 3}, ["max_target_length"]),
+            ((3,), {}, ["max_target_length"]),
+            ((), {"max_length": 3}, ["max_length"]),
+        ],
+    ),
+    "beam_search_decode": (
+        lambda model, decoding: seq2seq.beam_search_decode(model, SOURCE, decoding=decoding),
+        [
+            ((), {"beam_width": 2, "max_target_length": 3, "length_penalty": 0.5},
+             ["beam_width", "max_target_length", "length_penalty"]),
+            ((2, 3, 0.5), {}, ["beam_width", "max_target_length", "length_penalty"]),
+            ((2,), {"max_length": 3, "length_penalty": 0.5},
+             ["beam_width", "max_length", "length_penalty"]),
+        ],
+    ),
+}
+LOOSE_CALLS = [
+    (decoder, arguments, keywords, typed)
+    for decoder, (_, calls) in SPEC_DECODERS.items()
+    for arguments, keywords, typed in calls
+]
+
+
+@pytest.mark.parametrize("decoder, arguments, keywords, typed", LOOSE_CALLS)
+def test_the_loose_keywords_still_work_with_a_warning_naming_the_spec(
+    model, decoder, arguments, keywords, typed
+):
+    decode_with_spec, _ = SPEC_DECODERS[decoder]
+    spec = seq2seq.DecodingSpec(beam_width=2, max_target_length=3, length_penalty=0.5)
+    expected = decode_with_spec(model, spec)
+    with pytest.warns(DeprecationWarning) as caught:
+        result = getattr(seq2seq, decoder)(model, SOURCE, *arguments, **keywords)
+    (warning,) = [w for w in caught if issubclass(w.category, DeprecationWarning)]
+    assert warning.filename == __file__
+    named = ", ".join(f"`{keyword}`" for keyword in typed)
+    said = f"keywords {named} are" if len(typed) > 1 else f"keyword {named} is"
+    assert str(warning.message).startswith(f"{decoder}: the {said} deprecated")
+    assert "pass `decoding=kerasrnn.seq2seq.DecodingSpec(" in str(warning.message)
+    np.testing.assert_array_equal(result.sequences, expected.sequences)
+    np.testing.assert_array_equal(result.scores, expected.scores)
+    assert result.sequences.shape[-1] == 3
+
+
+def test_greedy_decoding_reads_the_spec_s_length_only(model):
+    """A spec's beam fields are beam search's: greedy decoding with any of
+    them is the beam of one's best answer."""
+    wide = seq2seq.DecodingSpec(beam_width=3, length_penalty=1.0, max_target_length=4)
+    greedy = seq2seq.greedy_decode(model, SOURCE, decoding=wide)
+    beam_of_one = seq2seq.beam_search_decode(
+        model, SOURCE, decoding=dataclasses.replace(wide, beam_width=1, length_penalty=0.0)
+    )
+    np.testing.assert_array_equal(greedy.sequences, beam_of_one.sequences[:, 0])
+    np.testing.assert_allclose(greedy.log_probs, beam_of_one.log_probs[:, 0], atol=1e-5)
+
+
+@pytest.mark.parametrize("decoder", SPEC_DECODERS)
+def test_a_decoder_without_a_spec_names_the_missing_argument(model, decoder):
+    with pytest.raises(TypeError, match=f"{decoder}\\(\\) missing required argument: 'decoding'"):
+        getattr(seq2seq, decoder)(model, SOURCE)
+
+
+@pytest.mark.parametrize(
+    "keywords, missing",
+    [({"max_target_length": 3}, "beam_width"), ({"beam_width": 2}, "max_target_length")],
+)
+def test_the_loose_form_still_requires_its_keywords(model, keywords, missing):
+    with pytest.raises(TypeError, match=f"missing required argument: '{missing}'"):
+        seq2seq.beam_search_decode(model, SOURCE, **keywords)
+
+
+@pytest.mark.parametrize(
+    "decoder, keywords, typed",
+    [
+        ("greedy_decode", {"max_target_length": 3}, "max_target_length"),
+        ("greedy_decode", {"max_length": 3}, "max_length"),
+        ("beam_search_decode", {"beam_width": 2}, "beam_width"),
+        ("beam_search_decode", {"length_penalty": 0.5}, "length_penalty"),
+        ("beam_search_decode", {"max_length": 3}, "max_length"),
+    ],
+)
+def test_a_loose_keyword_with_the_spec_is_refused_by_its_typed_name(
+    model, decoder, keywords, typed
+):
+    spec = seq2seq.DecodingSpec()
+    with pytest.raises(ValueError) as refused:
+        getattr(seq2seq, decoder)(model, SOURCE, decoding=spec, **keywords)
+    assert str(refused.value).startswith(f"Argument `{typed}` sets ")
+    assert f"Received: {typed}={keywords[typed]!r} and decoding=DecodingSpec(" in str(
+        refused.value
+    )
+
+
+@pytest.mark.parametrize(
+    "decoder, keywords, typed",
+    [
+        ("greedy_decode", {"max_length": 0}, "max_length"),
+        ("greedy_decode", {"max_target_length": 2**16 + 1}, "max_target_length"),
+        ("beam_search_decode", {"beam_width": 0, "max_target_length": 3}, "beam_width"),
+        ("beam_search_decode", {"beam_width": 2, "max_length": "3"}, "max_length"),
+        (
+            "beam_search_decode",
+            {"beam_width": 2, "max_target_length": 3, "length_penalty": float("nan")},
+            "length_penalty",
+        ),
+    ],
+)
+def test_a_bad_loose_keyword_is_refused_by_its_typed_name(model, decoder, keywords, typed):
+    with pytest.raises(
+        ValueError, match=f"^Argument `{typed}` must be .*Received: {typed}="
+        f"{re.escape(repr(keywords[typed]))}$"
+    ):
+        getattr(seq2seq, decoder)(model, SOURCE, **keywords)
+
+
+@pytest.mark.parametrize("decoder", SPEC_DECODERS)
+def test_max_length_with_max_target_length_is_refused(model, decoder):
+    arguments = {"beam_width": 2} if decoder == "beam_search_decode" else {}
+    with pytest.raises(
+        ValueError,
+        match="`max_length` and `max_target_length`.*Received: max_length=3 and "
+        "max_target_length=4",
+    ):
+        getattr(seq2seq, decoder)(model, SOURCE, max_length=3, max_target_length=4, **arguments)
 
 
 def test_teacher_targets_max_length_still_works(model):
@@ -309,14 +422,50 @@ def test_an_old_and_a_new_length_keyword_together_are_refused(
     assert list(tmp_path.iterdir()) == []
 
 
-@pytest.mark.parametrize("old", ["max_input_length", "max_output_length"])
-def test_an_old_length_keyword_with_a_decoding_spec_is_refused(model, vocabularies, old):
-    with pytest.raises(ValueError, match="sets a field of `decoding`"), pytest.warns(
-        DeprecationWarning
-    ):
-        seq2seq.StringSeq2Seq(
-            model, *vocabularies, decoding=seq2seq.DecodingSpec(), **{old: 5}
-        )
+@pytest.mark.parametrize("old, new", RENAMED_EXPORT_KEYWORDS)
+@pytest.mark.parametrize("exporter", ["export_serving", "StringSeq2Seq"])
+def test_an_old_length_keyword_with_a_decoding_spec_is_refused_by_its_old_name(
+    model, vocabularies, tmp_path, exporter, old, new
+):
+    arguments = {"decoding": seq2seq.DecodingSpec(), old: 5}
+    with pytest.raises(ValueError) as refused, pytest.warns(DeprecationWarning):
+        if exporter == "StringSeq2Seq":
+            seq2seq.StringSeq2Seq(model, *vocabularies, **arguments)
+        else:
+            seq2seq.export_serving(model, tmp_path / "saved_model", *vocabularies, **arguments)
+    assert str(refused.value).startswith(
+        f"Argument `{old}` sets the field `{new}` of `decoding`, which was passed too"
+    )
+    assert f"Received: {old}=5 and decoding=DecodingSpec(" in str(refused.value)
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    "keyword, value, allowed",
+    [
+        ("max_input_length", 0, "a positive integer"),
+        ("max_input_length", "8", "a positive integer"),
+        ("max_input_length", 2.0, "a positive integer"),
+        ("max_output_length", -1, "an integer in [1, 65536]"),
+        ("max_output_length", float("nan"), "an integer in [1, 65536]"),
+        ("max_output_length", 2**16 + 1, "an integer in [1, 65536]"),
+    ],
+)
+@pytest.mark.parametrize("exporter", ["export_serving", "StringSeq2Seq"])
+def test_a_bad_old_length_keyword_is_refused_by_its_old_name(
+    model, vocabularies, tmp_path, exporter, keyword, value, allowed
+):
+    with pytest.raises(ValueError) as refused, pytest.warns(DeprecationWarning):
+        if exporter == "StringSeq2Seq":
+            seq2seq.StringSeq2Seq(model, *vocabularies, **{keyword: value})
+        else:
+            seq2seq.export_serving(
+                model, tmp_path / "saved_model", *vocabularies, **{keyword: value}
+            )
+    assert str(refused.value) == (
+        f"Argument `{keyword}` must be {allowed}. Received: {keyword}={value!r}"
+    )
+    assert list(tmp_path.iterdir()) == []
 
 
 @pytest.mark.slow
