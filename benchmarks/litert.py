@@ -35,11 +35,22 @@ its SavedModel (`model.export`), microseconds per call.
 
 Fused LSTM (`fused_rows`): `RNN(LSTMCell(32))` then `Dense` at batch 1
 over 10, 100 and 200 steps, exported with LiteRT's fused
-`UNIDIRECTIONAL_SEQUENCE_LSTM` (`fused=True`, the default at a fixed batch
-size) and with the unrolled loop (`fused=False`).
+`UNIDIRECTIONAL_SEQUENCE_LSTM` (`fused=True`) and with the unrolled loop
+(`fused=False`, the default).
 
 `python -m benchmarks.litert [--quick] [--litert-run DIR]` prints these
 tables alone.
+
+Rewrites (`rewrite_rows`, `--rewrites` prints this table alone): for each
+rewrite of `kerasrnn.export.rewrites.REWRITES` that buys time, the file it
+speeds up exported with every rewrite and without that one
+(`rewrites_off`), at batch 1 through the client each file is made for:
+the default g2p architecture (untrained, one signature of 8 letters and 12
+phonemes, float32 and dynamic_int8) through the example client's
+`Signatures`. The two files alternate call by call (`interleaved_medians`),
+in `ROUNDS` rounds, the first to run swapped from one round to the next,
+each round's ratio printed: a rewrite is kept only where the median of its
+rounds on a file measures it more than 5% faster.
 """
 
 import argparse
@@ -545,6 +556,87 @@ def fused_rows(quick, repeats):
     return rows
 
 
+#: Rounds of `rewrite_rows`: each measures both files anew, interleaved.
+ROUNDS = 4
+
+#: The rewrites that buy time, each with the quantizations its file is
+#: measured in (`projected_lookup` leaves quantized files alone).
+TIMED_REWRITES = {
+    "projected_lookup": (None,),
+    "static_loops": (None, "dynamic_int8"),
+    "identity_slices": (None, "dynamic_int8"),
+}
+
+
+def rewrite_rows(quick, repeats):
+    """One row per (rewrite, quantization, round): µs per batch-1 call of
+    the default g2p file with every rewrite and without that one, and the
+    ratio (without over with: above 1, the rewrite saves time)."""
+    from kerasrnn import seq2seq
+    from kerasrnn.export.rewrites import rewrites_off
+    from kerasrnn_pipelines import encoder_decoder
+    from kerasrnn_pipelines.tasks import g2p
+    from kerasrnn_pipelines.tasks.options.g2p_config import G2PConfig
+
+    config = G2PConfig(**(G2PConfig.QUICK if quick else {}))
+    splits = g2p.load_words(stress=config.stress, limit=config.limit, seed=config.seed)
+    letters, phonemes = g2p.make_vocabularies(splits["train"])
+    keras.utils.set_random_seed(0)
+    model = encoder_decoder.build_model(config, letters, phonemes)
+    client = example_client()
+    rng = np.random.default_rng(0)
+    ids = np.zeros((1, 8), np.int32)
+    ids[:, :6] = rng.integers(4, len(letters.id_to_token()), (1, 6))
+    rows = []
+    with tempfile.TemporaryDirectory() as directory:
+
+        def exported(label, quantize, off):
+            path = pathlib.Path(directory) / f"{label}.tflite"
+            with rewrites_off(*off):
+                seq2seq.export_litert(
+                    model, path, letters, phonemes, beam_width=config.beam_width,
+                    max_source_length=8, max_target_length=12, alignments=False,
+                    quantize=quantize,
+                )
+            return client.Signatures(path, num_threads=1)
+
+        for quantize in (None, "dynamic_int8"):
+            every = exported(f"every_{quantize}", quantize, ())
+            for name, quantizations in TIMED_REWRITES.items():
+                if quantize not in quantizations:
+                    continue
+                without = exported(f"without_{name}_{quantize}", quantize, (name,))
+                contenders = {
+                    "with": lambda runner=every: runner.target_ids("serving_default", ids),
+                    "without": lambda runner=without: runner.target_ids("serving_default", ids),
+                }
+                for round_ in range(ROUNDS):
+                    # Every other round the file without the rewrite goes first.
+                    order = list(contenders)[:: -1 if round_ % 2 else 1]
+                    medians = interleaved_medians({key: contenders[key] for key in order}, repeats)
+                    rows.append(
+                        {
+                            "rewrite": name,
+                            "file": quantize or "float32",
+                            "round": round_ + 1,
+                            "with_us": 1e6 * medians["with"],
+                            "without_us": 1e6 * medians["without"],
+                            "without_over_with": medians["without"] / medians["with"],
+                        }
+                    )
+    return rows
+
+
+def print_rewrite_table(quick, repeats):
+    """Measure and print the rewrites' table."""
+    print_table(
+        "LiteRT: each rewrite that buys time, the default g2p file (untrained, batch 1) with "
+        "every rewrite and without that one, interleaved call by call, µs per call",
+        rewrite_rows(quick, repeats),
+        ["rewrite", "file", "round", "with_us", "without_us", "without_over_with"],
+    )
+
+
 def print_tables(run, quick, repeats):
     """Measure and print the G2P and cell tables."""
     rows, operators, goals, notes = g2p_rows(run, quick=quick, calls=5 if quick else 200)
@@ -624,7 +716,11 @@ if __name__ == "__main__":
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--litert-run", default=None, metavar="DIR")
     parser.add_argument("--repeats", type=int, default=None)
+    parser.add_argument("--rewrites", action="store_true")
     arguments = parser.parse_args()
+    if arguments.rewrites:
+        print_rewrite_table(arguments.quick, arguments.repeats or (20 if arguments.quick else 300))
+        raise SystemExit(0)
     print_tables(
         arguments.litert_run,
         arguments.quick,

@@ -3,7 +3,8 @@
 - `converter`: the LiteRT converter as every exporter uses it (argument
   checks, freezing, builtin ops only, the check that the file runs, atomic
   writes, operator counts);
-- `flatbuffer_edits`: the edits of a converted LiteRT file the others make;
+- `rewrites`: the edits of every converted LiteRT file, named in one list;
+- `flatbuffer_edits`: the schema operations those edits share;
 - `variable_tensors`: the states of LiteRT's stateful operators zeroed at
   the start of every call;
 - `projected_lookup`: an embedding lookup and its projection as one lookup

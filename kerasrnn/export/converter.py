@@ -5,9 +5,9 @@
 - `convert_concrete_functions(functions, quantize=..., model=...)`: freeze
   the variables to constants, convert with LiteRT's builtin ops only, turn an
   op without a builtin into a `ValueError` naming the op and its layer,
-  zero the states of LiteRT's stateful operators at the start of every call
-  (`kerasrnn.export.variable_tensors`), and run the result once so that a
-  model which would fail at `invoke()` is never returned;
+  make kerasrnn's edits of the converted file (`kerasrnn.export.rewrites`),
+  and run the result once so that a model which would fail at `invoke()`
+  is never returned;
 - `write_atomically(path, content)`: the bytes appear at `path` whole or
   not at all;
 - `count_litert_operators(model)`: the operators each signature runs, and
@@ -31,22 +31,15 @@ import keras
 import numpy as np
 import tensorflow as tf
 from keras import tree
-from tensorflow.lite.python import schema_py_generated as schema
-from tensorflow.lite.tools.flatbuffer_utils import convert_object_to_bytearray
-from tensorflow.python.framework.convert_to_constants import (
-    convert_variables_to_constants_v2,
-)
 
+from kerasrnn import litert_internals
 from kerasrnn.allowed import QUANTIZE_OPTIONS
 from kerasrnn.export.flatbuffer_edits import builtin
-from kerasrnn.export.fused_lstm import without_cell_clip
-from kerasrnn.export.fused_rnn import as_sequence_rnn, elman_kernels
-from kerasrnn.export.identity_slices import without_identity_slices
-from kerasrnn.export.projected_lookup import projected_lookups
-from kerasrnn.export.static_loops import static_loop_shapes
-from kerasrnn.export.variable_tensors import zeroed_on_every_call
+from kerasrnn.export.rewrites import rewritten
 from kerasrnn.keras_internals import sublayers
+from kerasrnn.litert_internals import schema
 from kerasrnn.native_output import held_back_stderr
+from kerasrnn.tensorflow_internals import convert_variables_to_constants_v2
 from kerasrnn.types import TensorLike
 from kerasrnn.validation import check_choice
 
@@ -194,30 +187,9 @@ def convert_concrete_functions(
     # XNNPACK delegate: the export's own steps, not the user's, so their
     # output is shown only if one fails.
     with held_back_stderr(True):
-        content = _finished(_convert(functions, quantize, model), model)
+        content = rewritten(_convert(functions, quantize, model), model)
         _check_invokes(content)
     return content
-
-
-def _finished(content: bytes, model: Any) -> bytes:
-    """The converter's flatbuffer with kerasrnn's edits: LSTM operators
-    unclipped (`kerasrnn.export.fused_lstm`), Elman layers' stand-ins as
-    RNN operators (`kerasrnn.export.fused_rnn`), the operators' states
-    zeroed at every call (`kerasrnn.export.variable_tensors`), embedding
-    lookups and their projections folded into one lookup
-    (`kerasrnn.export.projected_lookup`), `WHILE` loops without unknown
-    dimensions, which LiteRT then runs in its static mode
-    (`kerasrnn.export.static_loops`), and no slice that copies its input
-    whole (`kerasrnn.export.identity_slices`)."""
-    parsed = schema.ModelT.InitFromPackedBuf(content, 0)
-    changed = without_cell_clip(parsed)
-    if model is not None:
-        changed |= as_sequence_rnn(parsed, elman_kernels(model))
-    changed |= zeroed_on_every_call(parsed)
-    changed |= projected_lookups(parsed)
-    changed |= static_loop_shapes(parsed)
-    changed |= without_identity_slices(parsed)
-    return bytes(convert_object_to_bytearray(parsed)) if changed else content
 
 
 def _convert(functions: dict[str, Any], quantize: str | None, model: Any) -> bytes:
@@ -410,7 +382,7 @@ def count_litert_loop_operators(
 def _parsed(model: str | os.PathLike[str] | bytes) -> Any:
     """The flatbuffer object tree of a `.tflite` file's path or bytes."""
     content = model if isinstance(model, bytes) else pathlib.Path(model).read_bytes()
-    return schema.ModelT.InitFromPackedBuf(content, 0)
+    return litert_internals.parsed(content)
 
 
 def _signature_subgraphs(parsed: Any) -> dict[str, Any]:

@@ -24,7 +24,8 @@ makes every edit, and serializes once.
 from typing import Any
 
 import numpy as np
-from tensorflow.lite.python import schema_py_generated as schema
+
+from kerasrnn.litert_internals import schema
 
 __all__ = ["add_constant", "builtin", "constant_value", "drop_unused", "operator_index"]
 

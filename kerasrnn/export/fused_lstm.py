@@ -22,10 +22,10 @@ The converter fuses the function only when:
   constants (`constant_weights`) and has nothing to freeze.
 
 The fused operator keeps its states in LiteRT *variable tensors*: each call
-starts from the states the previous call ended with (the operator's design,
-made for stateful streaming; tensorflow/tensorflow#47813). A client resets
-them before every call with `Interpreter.reset_all_variables()`; the
-batch size is fixed at conversion (the variable tensors have its shape).
+would start from the states the previous call ended with (the operator's
+design, made for stateful streaming; tensorflow/tensorflow#47813), which
+the `zeroed_states` rewrite (`kerasrnn.export.rewrites`) undoes; the batch
+size is fixed at conversion (the variable tensors have its shape).
 The converter also bounds the operator's cell state to [-10, 10]
 (`cell_clip`), which Keras's LSTM never does; `without_cell_clip` takes
 the bound off.
@@ -39,11 +39,11 @@ from typing import Any
 import keras
 import tensorflow as tf
 from keras import tree
-from tensorflow.lite.python import schema_py_generated as schema
 
 from kerasrnn.export.flatbuffer_edits import builtin
 from kerasrnn.export.paired_lstm import is_zero_state
 from kerasrnn.export.rnn_loop import looped_steps, unrolled_steps
+from kerasrnn.litert_internals import schema
 from kerasrnn.types import TensorLike
 
 __all__ = [

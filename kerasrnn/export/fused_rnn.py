@@ -26,12 +26,12 @@ import keras
 import numpy as np
 import tensorflow as tf
 from keras import tree
-from tensorflow.lite.python import schema_py_generated as schema
 
 from kerasrnn.cells.elman import ElmanCell
 from kerasrnn.export.flatbuffer_edits import builtin, constant_value, drop_unused, operator_index
 from kerasrnn.export.fused_lstm import fused_where_it_fits, marked_lstm_function
 from kerasrnn.keras_internals import sublayers
+from kerasrnn.litert_internals import schema
 from kerasrnn.types import TensorLike
 
 __all__ = ["as_sequence_rnn", "elman_kernels", "elman_unfit_reason", "fused_elman_inner_loop"]

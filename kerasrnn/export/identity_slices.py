@@ -13,9 +13,9 @@ such a slice reads the slice's input instead.
 from typing import Any
 
 import numpy as np
-from tensorflow.lite.python import schema_py_generated as schema
 
 from kerasrnn.export.flatbuffer_edits import builtin, constant_value, drop_unused
+from kerasrnn.litert_internals import schema
 
 __all__ = ["without_identity_slices"]
 

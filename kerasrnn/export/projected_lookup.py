@@ -21,9 +21,9 @@ float16 weights, which a float32 table would not reproduce.
 from typing import Any
 
 import numpy as np
-from tensorflow.lite.python import schema_py_generated as schema
 
 from kerasrnn.export.flatbuffer_edits import add_constant, builtin, drop_unused
+from kerasrnn.litert_internals import schema
 
 __all__ = ["projected_lookups"]
 

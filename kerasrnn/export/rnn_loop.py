@@ -20,7 +20,6 @@ from typing import Any, TypeAlias
 import keras
 import tensorflow as tf
 from keras import tree
-from tensorflow.compiler.tf2xla.python.xla import dynamic_update_slice
 
 from kerasrnn.export.paired_lstm import pairable, paired_inner_loops
 from kerasrnn.keras_internals import (
@@ -29,6 +28,7 @@ from kerasrnn.keras_internals import (
     replaced_inner_loops,
     sublayers,
 )
+from kerasrnn.tensorflow_internals import dynamic_update_slice
 from kerasrnn.types import TensorLike
 
 __all__ = [

@@ -25,9 +25,8 @@ checks that itself.
 
 from typing import Any
 
-from tensorflow.lite.python import schema_py_generated as schema
-
 from kerasrnn.export.flatbuffer_edits import builtin
+from kerasrnn.litert_internals import schema
 
 __all__ = ["static_loop_shapes"]
 

@@ -16,7 +16,6 @@ the model was traced with.
 from typing import Any
 
 import numpy as np
-from tensorflow.lite.python import schema_py_generated as schema
 
 from kerasrnn.export.flatbuffer_edits import (
     add_constant,
@@ -25,6 +24,7 @@ from kerasrnn.export.flatbuffer_edits import (
     drop_unused,
     operator_index,
 )
+from kerasrnn.litert_internals import schema
 
 __all__ = ["zeroed_on_every_call"]
 

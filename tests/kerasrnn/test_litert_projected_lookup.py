@@ -64,10 +64,9 @@ def test_projection_with_an_activation_keeps_its_operator():
 
 
 def test_decoder_steps_read_their_projected_embedding(tmp_path):
-    from tensorflow.lite.python import schema_py_generated as schema
-
     from kerasrnn import seq2seq
     from kerasrnn.export.flatbuffer_edits import builtin
+    from kerasrnn.litert_internals import schema
 
     # Without input feeding the embedding is the cell's whole input.
     model = seq2seq.Seq2Seq(
