@@ -40,7 +40,27 @@ from kerasrnn.keras_internals import replaced_inner_loops, sublayers
 from kerasrnn.types import TensorLike
 from kerasrnn.validation import check_bool, check_positive_int
 
-__all__ = ["STEP_SIGNATURE", "export_litert"]
+__all__ = ["MAX_BATCH_SIZE", "MAX_SEQUENCE_LENGTH", "STEP_SIGNATURE", "export_litert"]
+
+#: The largest `batch_size`: the export runs the file once at its batch
+#: size before writing it, and LiteRT allocates every tensor of the call,
+#: batch and all.
+MAX_BATCH_SIZE = 65_536
+
+#: The largest `sequence_length`: a fixed length unrolls the loop, each step
+#: adding its operators (about ten per LSTM layer and direction) to the
+#: traced graph and the file; `sequence_length=None` keeps one `WHILE` loop
+#: for any length.
+MAX_SEQUENCE_LENGTH = 4_096
+
+#: The most values one call's input may hold, batch and time included
+#: (1 GiB of float32): the export's check call allocates them.
+MAX_INPUT_VALUES = 2**28
+
+#: The converter's dynamic-range quantization leaves a weight matrix of
+#: fewer values in float32, and quantizes a fused LSTM operator only when
+#: every one of its gate matrices is quantized.
+QUANTIZED_MIN_VALUES = 1_024
 
 
 def _check_model(model: Any) -> tuple[list[TensorLike], list[keras.layers.RNN]]:
@@ -80,15 +100,30 @@ def _check_model(model: Any) -> tuple[list[TensorLike], list[keras.layers.RNN]]:
     return inputs, recurrent
 
 
+def _is_sequence(tensor: TensorLike) -> bool:
+    """Whether a model input has a time axis (its second): `(batch, time,
+    *features)`, token ids `(batch, time)`, or floats `(batch, None)`. A
+    `(batch, size)` input of floats of a fixed size is one vector per
+    example (an initial state, say), which no recurrent layer reads as a
+    sequence."""
+    shape = tensor.shape
+    if len(shape) >= 3:
+        return True
+    if len(shape) != 2:
+        return False
+    return shape[1] is None or not keras.backend.is_float_dtype(tensor.dtype)
+
+
 def _input_specs(
     inputs: list[TensorLike], sequence_length: int | None, batch_size: int | None
 ) -> list[Any]:
     """`tf.TensorSpec`s of the model's inputs, batch dimension `batch_size`
-    (None: free)."""
+    (None: free), time axis `sequence_length` where an input has one
+    (`_is_sequence`)."""
     specs = []
     for index, tensor in enumerate(inputs):
         shape = [batch_size, *tensor.shape[1:]]
-        if len(shape) >= 2 and sequence_length is not None:
+        if _is_sequence(tensor) and sequence_length is not None:
             declared = shape[1]
             if declared is not None and declared != sequence_length:
                 raise ValueError(
@@ -109,6 +144,30 @@ def _input_specs(
             for index, spec in enumerate(specs)
         ]
     return specs
+
+
+def _check_input_values(specs: list[Any]) -> None:
+    """Refuse inputs whose one call holds more than `MAX_INPUT_VALUES`
+    values (free dimensions counted as 1, as the export's check call runs)."""
+    for spec in specs:
+        values = int(np.prod([1 if size is None else size for size in spec.shape]))
+        if values > MAX_INPUT_VALUES:
+            raise ValueError(
+                "Arguments `batch_size` and `sequence_length` must leave one call's "
+                f"input {spec.name!r} at most {MAX_INPUT_VALUES:,} values (1 GiB of "
+                "float32), which the export allocates when it runs the file once to "
+                f"check it. Received: input shape {tuple(spec.shape)}, "
+                f"{values:,} values"
+            )
+
+
+def _check_size(name: str, value: int, largest: int, why: str) -> int:
+    """`value` if it is at most `largest`, else a `ValueError` naming `name`."""
+    if value > largest:
+        raise ValueError(
+            f"Argument `{name}` must be at most {largest:,}: {why}. Received: {name}={value}"
+        )
+    return value
 
 
 def _model_batch_size(inputs: list[TensorLike]) -> int | None:
@@ -151,18 +210,37 @@ def _named_outputs(model: keras.Model, outputs: Any) -> dict[str, TensorLike]:
     return dict(zip(names, flat))
 
 
+def _quantizable(layer: keras.layers.RNN) -> bool:
+    """Whether every gate matrix of the fused operator `layer` becomes, its
+    input weights (units, d) and recurrent weights (units, units), holds
+    `QUANTIZED_MIN_VALUES` values or more, so that a `dynamic_int8` file
+    holds the operator's weights in int8."""
+    units = int(layer.cell.units)
+    features = int(layer.cell.kernel.shape[0])
+    return min(units * features, units * units) >= QUANTIZED_MIN_VALUES
+
+
 def _traceable(
-    model: keras.Model, recurrent: list[keras.layers.RNN], steps: int | None, fused: bool
+    model: keras.Model,
+    recurrent: list[keras.layers.RNN],
+    steps: int | None,
+    fused: bool,
+    quantize: str | None,
 ) -> contextlib.AbstractContextManager[Any]:
     """`traceable_for_litert`, and with `fused` the LSTM and Elman layers
     that fit LiteRT's fused operators stepped by `fused_inner_loop` and
     `fused_elman_inner_loop` instead, traced on constant weights (see
-    `kerasrnn.export.fused_lstm` and `kerasrnn.export.fused_rnn`)."""
+    `kerasrnn.export.fused_lstm` and `kerasrnn.export.fused_rnn`). With
+    `quantize="dynamic_int8"` a layer too small for the converter to
+    quantize the operator (`_quantizable`) keeps its loop, whose weights
+    are quantized."""
     if not fused:
         return traceable_for_litert(model, steps)
     loops = []
     for layer, loop in litert_stand_ins(model, steps):
-        if lstm_unfit_reason(layer) is None:
+        if quantize == "dynamic_int8" and not _quantizable(layer):
+            pass
+        elif lstm_unfit_reason(layer) is None:
             loop = fused_inner_loop(layer, fallback=loop)
         elif elman_unfit_reason(layer) is None:
             loop = fused_elman_inner_loop(layer, fallback=loop)
@@ -257,9 +335,35 @@ def _step_function(model: keras.Model, spec: Any, recurrent: list[keras.layers.R
     signature = [tf.TensorSpec(step_shape, spec.dtype, name="inputs"), *state_specs]
     with dropout_off(recurrent):
         function = tf.function(step, input_signature=signature)
-        concrete = function.get_concrete_function()
+        try:
+            concrete = function.get_concrete_function()
+        except Exception as error:  # whatever a layer raises on one step
+            failing = _failing_layer(error, model)
+            if failing is None or "`streaming`" in str(error):
+                raise
+            raise ValueError(
+                f"Argument `streaming` cannot step layer {failing.name!r} "
+                f"({type(failing).__name__}): it fails on an input of one time step, "
+                "which is what the step signature gives it (a layer that needs "
+                "several steps at once: a cropping or a convolution over time). "
+                "Received: streaming=True"
+            ) from error
     _check_steps_match(model, concrete, spec, state_specs, sequence_output)
     return concrete
+
+
+def _failing_layer(error: BaseException, model: keras.Model) -> keras.layers.Layer | None:
+    """The innermost of `model`'s layers whose call `error` was raised in
+    (read from the frames of its traceback), or None."""
+    layers = {id(layer): layer for layer in sublayers(model)}
+    found = None
+    frames = error.__traceback__
+    while frames is not None:
+        owner = frames.tb_frame.f_locals.get("self")
+        if id(owner) in layers:
+            found = layers[id(owner)]
+        frames = frames.tb_next
+    return found
 
 
 def _fed_inner_loop(
@@ -357,7 +461,7 @@ def export_litert(
     quantize: str | None = None,
     streaming: bool = False,
     batch_size: int | None = None,
-    fused: bool = True,
+    fused: bool = False,
 ) -> pathlib.Path:
     """Write a recurrent Keras model as a LiteRT `.tflite` file.
 
@@ -388,25 +492,32 @@ def export_litert(
     `allocate_tensors`, or by a `get_signature_runner("serving_default")`
     call, which resizes to the arrays it is given.
 
-    With a fixed batch size and `fused=True`, every LSTM layer (kerasrnn's
-    `LSTMCell` or Keras's `LSTM`/`LSTMCell` in `keras.layers.RNN`, with tanh
-    and sigmoid, float32) becomes one LiteRT `UNIDIRECTIONAL_SEQUENCE_LSTM`
-    operator, and every Elman layer (kerasrnn's `ElmanCell` or Keras's
-    `SimpleRNN`/`SimpleRNNCell`, with tanh, float32) one
-    `UNIDIRECTIONAL_SEQUENCE_RNN`; two for a `Bidirectional` layer (with a
-    `REVERSE_V2` each way): the file's operator count no longer grows with
-    `sequence_length` (the loop costs about ten operators per step and
-    direction for an LSTM, four for an Elman layer). A layer keeps the
-    loop where the operator's contract does not fit: a mask
-    (`Embedding(mask_zero=True)`), an initial state passed to the layer,
-    an LSTM's final states that are used (`return_state=True`), another
-    cell or activation. The operators keep their states between calls; the
-    file zeroes them at the start of every call, so a call never depends on
-    the one before. They keep them in LiteRT *variable tensors*, which
-    LiteRT's `Interpreter` runs and its `CompiledModel` (ai-edge-litert
-    2.3.0) refuses to load (a `RuntimeError`, "Failed to load model from
-    file", after "Variable tensors not yet supported" in LiteRT's log):
-    for a client on the `CompiledModel`, export with `fused=False`.
+    The default file loads in every LiteRT runtime (`Interpreter` and
+    `CompiledModel`). With `fused=True`, which needs a fixed batch size,
+    every LSTM layer (kerasrnn's `LSTMCell` or Keras's `LSTM`/`LSTMCell` in
+    `keras.layers.RNN`, with tanh and sigmoid, float32) becomes one LiteRT
+    `UNIDIRECTIONAL_SEQUENCE_LSTM` operator, and every Elman layer
+    (kerasrnn's `ElmanCell` or Keras's `SimpleRNN`/`SimpleRNNCell`, with
+    tanh, float32) one `UNIDIRECTIONAL_SEQUENCE_RNN`; two for a
+    `Bidirectional` layer (with a `REVERSE_V2` each way): the file's
+    operator count no longer grows with `sequence_length`. Its contract:
+
+    - the batch size is fixed: the signature's inputs have shape
+      `(batch_size, ...)`, and a call of another batch size is refused by
+      the interpreter (the operators' states have the batch's shape);
+    - LiteRT's `Interpreter` only: the operators keep their states in
+      *variable tensors*, which LiteRT's `CompiledModel` (ai-edge-litert
+      2.3.0) refuses to load (a `RuntimeError`, "Failed to load model from
+      file"); the file zeroes them at the start of every call, so a call
+      never depends on the one before.
+
+    A layer keeps the loop where the operator's contract does not fit: a
+    mask (`Embedding(mask_zero=True)`), an initial state passed to the
+    layer, an LSTM's final states that are used (`return_state=True`),
+    another cell or activation, or, with `quantize="dynamic_int8"`, a gate
+    matrix of fewer than 1,024 values (units x features or units x units),
+    which the converter would leave in float32 while the loop's weights
+    are int8.
 
     With `streaming=True` the file has a second signature, `step`, that
     runs the model one time step at a time at constant memory, its
@@ -441,16 +552,18 @@ def export_litert(
         path: `str` or `os.PathLike`, the `.tflite` file to write; its
             directory must exist. Written atomically: a failed export leaves
             whatever was at `path` before.
-        sequence_length: Positive integer T, the fixed number of steps, or
-            `None` for any number.
+        sequence_length: Positive integer T, the fixed number of steps (at
+            most `MAX_SEQUENCE_LENGTH`), or `None` for any number.
         quantize: `None` (float32), `"float16"` or `"dynamic_int8"`; see
             `QUANTIZE_OPTIONS`.
         streaming: Whether to add the `step` signature described above.
         batch_size: Positive integer, the batch size `serving_default`
-            takes; `None`: the model's own, or any.
+            takes (at most `MAX_BATCH_SIZE`; one call's input at most
+            `MAX_INPUT_VALUES` values); `None`: the model's own, or any.
         fused: Whether LSTM and Elman layers become LiteRT's fused
-            sequence operators where the batch size is fixed (see above);
-            `False` keeps every layer's time loop.
+            sequence operators (see above): needs a fixed batch size, and
+            the file runs in LiteRT's `Interpreter` only. `False` (the
+            default) keeps every layer's time loop.
 
     Returns:
         `pathlib.Path(path)`.
@@ -478,16 +591,37 @@ def export_litert(
     """
     inputs, recurrent = _check_model(model)
     if sequence_length is not None:
-        sequence_length = check_positive_int("sequence_length", sequence_length)
+        sequence_length = _check_size(
+            "sequence_length",
+            check_positive_int("sequence_length", sequence_length),
+            MAX_SEQUENCE_LENGTH,
+            "a fixed length unrolls the loop, each step adding its operators to the "
+            "file; sequence_length=None keeps one WHILE loop for any length",
+        )
     quantize = check_quantize(quantize)
     streaming = check_bool("streaming", streaming)
     if batch_size is not None:
-        batch_size = check_positive_int("batch_size", batch_size)
+        batch_size = _check_size(
+            "batch_size",
+            check_positive_int("batch_size", batch_size),
+            MAX_BATCH_SIZE,
+            "the export runs the file once at that batch size to check it, and "
+            "LiteRT allocates every tensor of the call for the whole batch",
+        )
     else:
         batch_size = _model_batch_size(inputs)
     fused = check_bool("fused", fused)
+    if fused and batch_size is None:
+        raise ValueError(
+            "Argument `fused` needs a fixed batch size: LiteRT's fused sequence "
+            "operators keep their states in variable tensors of the batch's shape, "
+            "and only LiteRT's Interpreter runs them (its CompiledModel refuses the "
+            "file). Pass batch_size=N (the file then takes batches of N only), or "
+            "fused=False. Received: fused=True, batch_size=None"
+        )
     target = check_litert_path(path)
     specs = _input_specs(inputs, sequence_length, batch_size)
+    _check_input_values(specs)
     _check_unrollable(recurrent, specs)
     if streaming:
         _check_streamable(model, inputs, recurrent)
@@ -497,7 +631,7 @@ def export_litert(
         return _named_outputs(model, model(structure, training=False))
 
     functions = {}
-    with _traceable(model, recurrent, sequence_length, fused and batch_size is not None):
+    with _traceable(model, recurrent, sequence_length, fused, quantize):
         function = tf.function(serve, input_signature=specs)
         functions["serving_default"] = function.get_concrete_function()
     if streaming:

@@ -480,6 +480,48 @@ def test_sequence_length_must_match_a_fixed_input_length(tmp_path):
         export_litert(model, tmp_path / "model.tflite", sequence_length=4)
 
 
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        ({"batch_size": 10**9, "sequence_length": 3}, r"`batch_size` must be at most 65,536"),
+        ({"sequence_length": 10**6}, r"`sequence_length` must be at most 4,096"),
+        (
+            {"batch_size": 65_536, "sequence_length": 4_096},
+            r"`batch_size` and `sequence_length`.*'features'.*\(65536, 4096, 3\)",
+        ),
+    ],
+)
+def test_sizes_that_cannot_finish_are_refused_before_any_work(
+    small_model, tmp_path, options, message
+):
+    target = tmp_path / "model.tflite"
+    with pytest.raises(ValueError, match=message) as error:
+        export_litert(small_model, target, **options)
+    assert "Received:" in str(error.value)
+    assert not target.exists()
+
+
+@pytest.mark.slow
+def test_an_initial_state_input_keeps_its_shape_under_a_sequence_length(tmp_path):
+    from ai_edge_litert.interpreter import Interpreter
+
+    x = keras.Input((None, FEATURES), name="x")
+    h0 = keras.Input((UNITS + 1,), name="h0")
+    hidden = keras.layers.RNN(kerasrnn.ElmanCell(UNITS + 1))(x, initial_state=[h0])
+    model = keras.Model([x, h0], keras.layers.Dense(2, name="y")(hidden))
+    path = export_litert(model, tmp_path / "model.tflite", sequence_length=LENGTH)
+    runner = Interpreter(str(path)).get_signature_runner("serving_default")
+    shapes = {name: d["shape_signature"].tolist() for name, d in runner.get_input_details().items()}
+    assert shapes == {"x": [-1, LENGTH, FEATURES], "h0": [-1, UNITS + 1]}
+    rng = np.random.default_rng(4)
+    batch = rng.normal(size=(2, LENGTH, FEATURES)).astype("float32")
+    state = rng.normal(size=(2, UNITS + 1)).astype("float32")
+    expected = model.predict([batch, state], verbose=0)
+    np.testing.assert_allclose(runner(x=batch, h0=state)["y"], expected, atol=1e-5)
+    # The state matters: zeros answer otherwise.
+    assert not np.allclose(runner(x=batch, h0=0 * state)["y"], expected, atol=1e-3)
+
+
 @pytest.mark.parametrize("value", ["int8", "FLOAT16", 16, ["float16"]])
 def test_quantize_must_be_a_known_option(small_model, tmp_path, value):
     with pytest.raises(ValueError, match="quantize") as error:
@@ -791,6 +833,10 @@ def streaming_refusals():
                 keras.layers.LSTM(2, return_sequences=True)(features)
             ),
         ),
+        "cropping": keras.Model(
+            features,
+            keras.layers.LSTM(2)(keras.layers.Cropping1D((1, 1), name="crop")(features)),
+        ),
     }
 
 
@@ -800,6 +846,7 @@ def streaming_refusals():
         ("bidirectional", r"cannot step layer 'both_ways'.*Bidirectional"),
         ("go_backwards", r"cannot step layers \['backwards'\]"),
         ("pooling", r"stepped one step at a time does not give its whole-sequence output"),
+        ("cropping", r"cannot step layer 'crop' \(Cropping1D\): it fails on an input of one"),
     ],
 )
 def test_what_cannot_stream_is_refused_by_name(tmp_path, case, message):

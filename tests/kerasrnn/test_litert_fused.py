@@ -1,4 +1,4 @@
-"""export_litert at a fixed batch size: LSTM layers as LiteRT's fused
+"""export_litert(fused=True) at a fixed batch size: LSTM layers as LiteRT's fused
 UNIDIRECTIONAL_SEQUENCE_LSTM and Elman layers as its
 UNIDIRECTIONAL_SEQUENCE_RNN, held to a NumPy loop of their equations.
 
@@ -113,7 +113,9 @@ def test_lstm_and_elman_layers_become_the_fused_operators(
 ):
     steps = 6
     model = recurrent_model(kind, direction, steps, return_sequences)
-    path = kerasrnn.export_litert(model, tmp_path / "model.tflite", sequence_length=steps)
+    path = kerasrnn.export_litert(
+        model, tmp_path / "model.tflite", sequence_length=steps, fused=True
+    )
     counted = operators(path)
     fused = OPERATOR[kind]
     assert counted.get(fused) == (2 if direction == "bidirectional" else 1)
@@ -128,7 +130,9 @@ def test_a_fused_file_does_not_grow_with_the_sequence_length(tmp_path, kind):
     counts = {}
     for steps in (4, 40):
         model = recurrent_model(kind, "bidirectional", steps)
-        path = kerasrnn.export_litert(model, tmp_path / f"{steps}.tflite", sequence_length=steps)
+        path = kerasrnn.export_litert(
+            model, tmp_path / f"{steps}.tflite", sequence_length=steps, fused=True
+        )
         counts[steps] = operators(path)
         assert run_three_times(path, model, "bidirectional", True, steps) < 1e-5
     assert counts[4] == counts[40]
@@ -144,7 +148,9 @@ def test_an_elman_layer_whose_final_state_is_used_is_fused(tmp_path):
         kerasrnn.ElmanCell(UNITS), return_sequences=True, return_state=True
     )(x)
     model = keras.Model(x, keras.layers.Concatenate()([sequence[:, 0], h]))
-    path = kerasrnn.export_litert(model, tmp_path / "model.tflite", sequence_length=steps)
+    path = kerasrnn.export_litert(
+        model, tmp_path / "model.tflite", sequence_length=steps, fused=True
+    )
     assert operators(path).get(FUSED_RNN) == 1
     from ai_edge_litert.interpreter import Interpreter
 
@@ -159,11 +165,11 @@ def test_an_elman_layer_whose_final_state_is_used_is_fused(tmp_path):
     np.testing.assert_allclose(answer, np.concatenate([outputs[:, 0], final], -1), atol=1e-5)
 
 
-@pytest.mark.slow
-def test_the_fused_lstm_does_not_clip_its_cell_state(tmp_path):
-    # Gates open (i = f = o = 1) and a candidate of +-1: the cell state
-    # counts 30 steps of +1 up to 30, then 15 of -1 down to 15. The
-    # converter's cell_clip of 10 would stop it at 10 and end at -5.
+def counting_lstm():
+    """`(model, batch)`: an LSTM(1) whose gates are open (i = f = o = 1) and
+    whose candidate is the input's sign: over 30 steps of +1 then 15 of -1
+    the cell state counts up to 30 and down to 15. The converter's
+    cell_clip of 10 would stop it at 10 and end at -5."""
     steps = 45
     x = keras.Input((steps, 1), batch_size=1, name="x")
     layer = keras.layers.LSTM(1, return_sequences=True)
@@ -172,7 +178,16 @@ def test_the_fused_lstm_does_not_clip_its_cell_state(tmp_path):
     layer.cell.recurrent_kernel.assign(np.zeros((1, 4), "float32"))
     layer.cell.bias.assign(np.array([30.0, 30.0, 0.0, 30.0], "float32"))
     batch = np.concatenate([np.ones(30), -np.ones(15)]).reshape(1, steps, 1).astype("float32")
-    path = kerasrnn.export_litert(model, tmp_path / "model.tflite", sequence_length=steps)
+    return model, batch
+
+
+@pytest.mark.slow
+def test_the_fused_lstm_does_not_clip_its_cell_state(tmp_path):
+    model, batch = counting_lstm()
+    layer = model.layers[1]
+    path = kerasrnn.export_litert(
+        model, tmp_path / "model.tflite", sequence_length=batch.shape[1], fused=True
+    )
     assert operators(path).get(FUSED) == 1
     w = gate_blocks(
         layer.cell.kernel.numpy(), layer.cell.recurrent_kernel.numpy(), layer.cell.bias.numpy(), 4
@@ -194,7 +209,7 @@ def test_a_float16_fused_call_does_not_depend_on_the_one_before(tmp_path, kind):
     steps = 6
     model = recurrent_model(kind, "forward", steps)
     path = kerasrnn.export_litert(
-        model, tmp_path / "model.tflite", sequence_length=steps, quantize="float16"
+        model, tmp_path / "model.tflite", sequence_length=steps, quantize="float16", fused=True
     )
     assert operators(path).get(OPERATOR[kind]) == 1
     from ai_edge_litert.interpreter import Interpreter
@@ -222,8 +237,7 @@ def test_where_the_operator_does_not_fit_the_loop_stays(tmp_path):
     x = keras.Input((steps, FEATURES), batch_size=BATCH, name="x")
     _, h, c = keras.layers.LSTM(UNITS, return_state=True)(x)
     with_states = keras.Model(x, keras.layers.Concatenate()([h, c]))
-    # A dynamic batch size, and fused=False.
-    free = keras.Sequential([keras.Input((steps, FEATURES)), keras.layers.LSTM(UNITS)])
+    # fused=False, the default.
     plain = recurrent_model("keras", "forward", steps)
     masked_elman = keras.Model(
         ids, keras.layers.RNN(kerasrnn.ElmanCell(UNITS))(embedded)
@@ -237,12 +251,11 @@ def test_where_the_operator_does_not_fit_the_loop_stays(tmp_path):
     ids_batch = np.array([[1, 2, 3, 0, 0], [4, 5, 0, 0, 0]], "int32")
     x_batch = np.random.default_rng(3).normal(size=(BATCH, steps, FEATURES)).astype("float32")
     cases = {
-        "masked": (masked, {}, ids_batch),
-        "with_states": (with_states, {}, x_batch),
-        "free_batch": (free, {}, x_batch),
-        "not_fused": (plain, {"fused": False}, x_batch),
-        "masked_elman": (masked_elman, {}, ids_batch),
-        "relu_elman": (relu, {}, x_batch),
+        "masked": (masked, {"fused": True}, ids_batch),
+        "with_states": (with_states, {"fused": True}, x_batch),
+        "not_fused": (plain, {}, x_batch),
+        "masked_elman": (masked_elman, {"fused": True}, ids_batch),
+        "relu_elman": (relu, {"fused": True}, x_batch),
     }
     from ai_edge_litert.interpreter import Interpreter
 
@@ -280,9 +293,14 @@ def test_a_dynamic_int8_elman_layer_is_fused_on_its_int8_weights(tmp_path):
     x = keras.Input((steps, features), batch_size=BATCH, name="x")
     model = keras.Model(x, keras.layers.RNN(kerasrnn.ElmanCell(units))(x))
     path = kerasrnn.export_litert(
-        model, tmp_path / "model.tflite", sequence_length=steps, quantize="dynamic_int8"
+        model,
+        tmp_path / "model.tflite",
+        sequence_length=steps,
+        quantize="dynamic_int8",
+        fused=True,
     )
     assert operators(path).get(FUSED_RNN) == 1
+    assert int8_tensors(path) >= 2  # W and U
     from ai_edge_litert.interpreter import Interpreter
 
     runner = Interpreter(str(path)).get_signature_runner("serving_default")
@@ -297,12 +315,13 @@ def test_a_dynamic_int8_elman_layer_is_fused_on_its_int8_weights(tmp_path):
 @pytest.mark.slow
 def test_the_compiled_model_refuses_a_fused_file_and_runs_the_loop(tmp_path):
     # What the docs tell a client on LiteRT's CompiledModel: a fused file
-    # holds variable tensors, which it does not load; fused=False does.
+    # holds variable tensors, which it does not load; the default file,
+    # fused=False, it runs.
     from ai_edge_litert.compiled_model import CompiledModel
 
     model = recurrent_model("elman", "forward", 3)
-    fused = kerasrnn.export_litert(model, tmp_path / "fused.tflite")
-    looped = kerasrnn.export_litert(model, tmp_path / "looped.tflite", fused=False)
+    fused = kerasrnn.export_litert(model, tmp_path / "fused.tflite", fused=True)
+    looped = kerasrnn.export_litert(model, tmp_path / "looped.tflite")
     assert FUSED_RNN in operators(fused) and FUSED_RNN not in operators(looped)
     with pytest.raises(RuntimeError, match="Failed to load model"):
         CompiledModel.from_file(str(fused))
@@ -313,3 +332,67 @@ def test_the_compiled_model_refuses_a_fused_file_and_runs_the_loop(tmp_path):
     compiled.run_by_index(0, inputs, outputs)
     answer = outputs[0].read(BATCH * 3 * UNITS, np.float32).reshape(BATCH, 3, UNITS)
     np.testing.assert_allclose(answer, reference(model, x, "forward", True), atol=1e-5)
+
+
+def test_fused_without_a_fixed_batch_size_is_refused_naming_its_contract(tmp_path):
+    free = keras.Sequential([keras.Input((3, FEATURES)), keras.layers.LSTM(UNITS)])
+    with pytest.raises(ValueError, match=r"`fused`.*batch size.*Interpreter") as refused:
+        kerasrnn.export_litert(free, tmp_path / "model.tflite", fused=True)
+    assert "Received: fused=True, batch_size=None" in str(refused.value)
+    assert not (tmp_path / "model.tflite").exists()
+
+
+def int8_tensors(path):
+    """How many int8 tensors the interpreter lists in the file."""
+    from ai_edge_litert.interpreter import Interpreter
+
+    details = Interpreter(str(path)).get_tensor_details()
+    return sum(detail["dtype"] == np.int8 for detail in details)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "layer, features",
+    [
+        (lambda: keras.layers.LSTM(40), 3),  # input gates 40 x 3
+        (lambda: keras.layers.SimpleRNN(40), 3),
+        (lambda: keras.layers.LSTM(20), 60),  # recurrent gates 20 x 20
+    ],
+)
+def test_a_fused_dynamic_int8_file_holds_int8_weights_where_the_loop_does(
+    tmp_path, layer, features
+):
+    # The converter leaves a weight matrix of fewer than 1,024 values in
+    # float32 and quantizes a fused operator only if all its gate matrices
+    # are int8: such a layer keeps its loop.
+    steps = 4
+    model = keras.Sequential([keras.Input((steps, features), batch_size=BATCH), layer()])
+    counts = {}
+    for fused in (False, True):
+        path = kerasrnn.export_litert(
+            model,
+            tmp_path / f"{fused}.tflite",
+            sequence_length=steps,
+            quantize="dynamic_int8",
+            fused=fused,
+        )
+        counts[fused] = int8_tensors(path)
+        assert FUSED not in operators(path) and FUSED_RNN not in operators(path)
+    assert counts[True] == counts[False] > 0
+
+
+@pytest.mark.slow
+def test_a_fused_file_shows_its_batch_size_and_refuses_another(tmp_path):
+    from ai_edge_litert.interpreter import Interpreter
+
+    steps = 3
+    model = recurrent_model("keras", "forward", steps)
+    path = kerasrnn.export_litert(
+        model, tmp_path / "model.tflite", sequence_length=steps, fused=True
+    )
+    runner = Interpreter(str(path)).get_signature_runner("serving_default")
+    (detail,) = runner.get_input_details().values()
+    assert detail["shape_signature"].tolist() == [BATCH, steps, FEATURES]
+    x = np.zeros((BATCH + 1, steps, FEATURES), "float32")
+    with pytest.raises(RuntimeError, match="UNIDIRECTIONAL_SEQUENCE_LSTM"):
+        runner(x=x)
