@@ -1,5 +1,10 @@
 """What kerasrnn's models become outside Keras.
 
+The exporters build on `kerasrnn.seq2seq` (its decoders, specs and
+vocabulary), which never imports this package as it loads: its
+`export_serving`, `StringSeq2Seq` and `export_litert` come from here on
+first use. Importing this package imports none of its modules.
+
 - `converter`: the LiteRT converter as every exporter uses it (argument
   checks, freezing, builtin ops only, the check that the file runs, atomic
   writes, operator counts);
