@@ -62,10 +62,11 @@ before decoding the test words (`kerasrnn_pipelines.console.progress`).
 from __future__ import annotations
 
 import bisect
+import contextlib
 import json
 import os
 import pathlib
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import keras
@@ -83,14 +84,15 @@ from kerasrnn_pipelines.faults import RunFailed
 from kerasrnn_pipelines.litert_outputs import litert_file_metrics
 from kerasrnn_pipelines.options import CELLS
 from kerasrnn_pipelines.run_directory import TENSORBOARD
-from kerasrnn_pipelines.tasks.options.g2p_config import TEACHER_FIGURES, read_teacher_metrics
+from kerasrnn_pipelines.tasks.options.g2p_config import TEACHER_FIGURES, read_run_metrics
 
 if TYPE_CHECKING:
     from kerasrnn_pipelines.tasks.options.g2p_config import G2PConfig
     from kerasrnn_pipelines.training import RunContext
 
 class TeacherMismatch(RunFailed):
-    """The `--teacher` run cannot teach this one: other phonemes or letters."""
+    """A `--teacher` or `--members` run does not speak this run's letters
+    or phonemes."""
 
 
 HEADLINE_METRIC = ("test_per", "baseline_per", "lower")
@@ -270,8 +272,12 @@ def model_description(config: G2PConfig) -> str:
         details.append("input feeding")
     if config.right_to_left:
         details.append(f"{config.right_to_left} more reading the target right to left")
+    if config.ensemble == 0:
+        # --right-to-left 1 alone: one model, not "1 more".
+        details[-1] = "reading the target right to left"
     members = (
-        "an encoder-decoder" if config.ensemble == 1 else f"{config.ensemble} encoder-decoders"
+        "an encoder-decoder" if config.ensemble in (0, 1)
+        else f"{config.ensemble} encoder-decoders"
     )
     cell = CELLS[config.cell].removesuffix("Cell")
     return f"{members} of {cell} cells ({', '.join(details)})"
@@ -282,6 +288,13 @@ def start_lines(
 ) -> list[str]:
     """The lines a run starts with: the model, the words, the epochs and
     where the outputs go (`directory`, the run directory)."""
+    if config.members is not None:
+        return [
+            f"kerasrnn-train g2p: assembling the {len(config.members)} runs "
+            f"{', '.join(config.members)} into one ensemble, to decode "
+            f"{len(splits['test']):,} test words",
+            f"  outputs go to {directory}/",
+        ]
     return [
         f"kerasrnn-train g2p: training {model_description(config)} for "
         f"{config.epochs} epochs on {len(splits['train']):,} words "
@@ -401,50 +414,54 @@ def litert_metrics(
 
 
 # --------------------------------------------------------------- distillation
-class Teacher(NamedTuple):
-    """The `--teacher` run, loaded.
+class FinishedRun(NamedTuple):
+    """A finished g2p run's model, loaded (`--teacher`, `--members`).
 
     Attributes:
-        distillation: Its model with `--distillation-weight` and
-            `--distillation-temperature`, for `encoder_decoder.train`.
-        record: What the student's `metrics.json` says of it: `run` (the
-            directory), and its `TEACHER_FIGURES`.
-        beam_width: Its `--beam-width`, with which it pronounces
-            `--unlabelled-words`.
-        length_penalty: Its `--length-penalty`, likewise.
+        models: Its `Seq2Seq` models: the one, or an ensemble's members.
+        record: What this run's `metrics.json` says of it: `run` (the
+            directory as typed), its `TEACHER_FIGURES`, and `members`, the
+            number of its models.
+        args: Its `metrics.json`'s `args`.
     """
 
-    distillation: encoder_decoder.Distillation
+    models: list[seq2seq.Seq2Seq]
     record: dict[str, Any]
-    beam_width: int
-    length_penalty: float
+    args: dict[str, Any]
 
 
-def load_teacher(
-    config: G2PConfig,
+def load_finished_run(
+    directory_name: str,
+    argument: str,
     letters: seq2seq.Vocabulary,
     phonemes: seq2seq.Vocabulary,
+    stress: bool,
     context: RunContext,
-) -> Teacher:
-    """The model of the finished g2p run `--teacher`, loaded in the run's
-    strategy scope, after checking that it speaks the student's letters and
-    phonemes.
+) -> FinishedRun:
+    """The model of the finished g2p run in `directory_name`, loaded in the
+    run's strategy scope, after checking that it speaks this run's letters
+    and phonemes.
+
+    Args:
+        argument: The option that named it, for the messages.
+        letters, phonemes: This run's vocabularies, from its training words.
+        stress: This run's `--stress`.
 
     Raises:
-        TeacherMismatch: its `--stress` differs from the student's, its
-            model is not an encoder-decoder, or its vocabulary sizes (or,
-            where its `vocabulary.json` lists them, its tokens) differ from
-            the student's, built from this run's training words.
+        TeacherMismatch: its `--stress` differs from this run's, its model
+            is not an encoder-decoder, or its vocabulary sizes (or, where
+            its `vocabulary.json` lists them, its tokens) differ from this
+            run's.
     """
-    directory = pathlib.Path(config.teacher or "")
-    metrics = read_teacher_metrics(str(directory))
-    where = f"the --teacher run {str(directory)!r}"
-    if metrics["args"].get("stress") != config.stress:
+    directory = pathlib.Path(directory_name)
+    metrics = read_run_metrics(directory_name, argument)
+    where = f"the {argument} run {directory_name!r}"
+    if metrics["args"].get("stress") != stress:
         raise TeacherMismatch(
             f"{where} was trained with stress={metrics['args'].get('stress')}, "
-            f"this run with stress={config.stress}: the phonemes differ (pass "
+            f"this run with stress={stress}: the phonemes differ (pass "
             f"{'--stress' if metrics['args'].get('stress') else '--no-stress'} "
-            "or another --teacher)."
+            f"or another {argument})."
         )
     with context.scope():
         model = keras.saving.load_model(directory / "model.keras")
@@ -462,15 +479,96 @@ def load_teacher(
         if size != vocabulary.size or tokens not in (None, vocabulary.id_to_token()):
             raise TeacherMismatch(
                 f"{where} knows other {what} than this run: {size} ids there, "
-                f"{vocabulary.size} here, from this run's training words; a "
-                "student learns its teacher token by token (pass the "
-                "teacher's --limit and --seed, or another --teacher)."
+                f"{vocabulary.size} here, from this run's training words; its "
+                "model is read token by token (pass its --limit and --seed, "
+                f"or another {argument})."
             )
+    models = list(model.members) if isinstance(model, seq2seq.Seq2SeqEnsemble) else [model]
+    record = {
+        "run": directory_name,
+        **{name: metrics[name] for name in TEACHER_FIGURES},
+        "members": len(models),
+    }
+    return FinishedRun(models, record, metrics["args"])
+
+
+def mixture(
+    runs: Sequence[FinishedRun], context: RunContext
+) -> seq2seq.Seq2Seq | seq2seq.Seq2SeqEnsemble:
+    """One model of the runs' models, as `encoder_decoder.build_model`
+    makes an ensemble: the left-to-right models first, mixed, then the
+    right-to-left ones, which rescore with `RESCORING_WEIGHT` where both
+    kinds are present; one model is itself.
+
+    Each model is made again from its configuration, named `seq2seq_<k>`
+    as a trained ensemble's members are, with its weights copied: names
+    unique within the ensemble, and nothing shared with the loaded runs.
+    """
+    models = [model for run in runs for model in run.models]
+    if len(models) == 1:
+        return models[0]
+    ordered = sorted(models, key=lambda model: model.reads_right_to_left)
+    with context.scope():
+        members = []
+        for index, model in enumerate(ordered):
+            copy = seq2seq.Seq2Seq.from_config({**model.get_config(), "name": f"seq2seq_{index}"})
+            copy.set_weights(model.get_weights())
+            members.append(copy)
+        orders = {member.reads_right_to_left for member in members}
+        return seq2seq.Seq2SeqEnsemble(
+            members,
+            rescoring_weight=encoder_decoder.RESCORING_WEIGHT if len(orders) == 2 else None,
+            name="seq2seq_ensemble",
+        )
+
+
+class Teacher(NamedTuple):
+    """The `--teacher` runs, loaded.
+
+    Attributes:
+        distillation: Their mixture (`mixture`) with
+            `--distillation-weight` and `--distillation-temperature`, for
+            `encoder_decoder.train`.
+        records: What the student's `metrics.json` says of each run
+            (`FinishedRun.record`).
+        beam_width: The first run's `--beam-width`, with which the mixture
+            pronounces `--unlabelled-words`.
+        length_penalty: Its `--length-penalty`, likewise.
+    """
+
+    distillation: encoder_decoder.Distillation
+    records: list[dict[str, Any]]
+    beam_width: int
+    length_penalty: float
+
+    def described(self) -> dict[str, Any] | list[dict[str, Any]]:
+        """`metrics.json`'s `teacher`: the one run's record, or the list of
+        the runs' records."""
+        return self.records[0] if len(self.records) == 1 else self.records
+
+
+def load_teacher(
+    config: G2PConfig,
+    letters: seq2seq.Vocabulary,
+    phonemes: seq2seq.Vocabulary,
+    context: RunContext,
+) -> Teacher:
+    """The models of the finished g2p runs `--teacher`, loaded and mixed
+    (see `load_finished_run` and `mixture`).
+
+    Raises:
+        TeacherMismatch: see `load_finished_run`.
+    """
+    runs = [
+        load_finished_run(directory, "--teacher", letters, phonemes, config.stress, context)
+        for directory in config.teacher or ()
+    ]
+    first = runs[0].args
     return Teacher(
-        encoder_decoder.Distillation(model, *config.distillation()),
-        {"run": str(directory), **{name: metrics[name] for name in TEACHER_FIGURES}},
-        int(metrics["args"].get("beam_width", config.beam_width)),
-        float(metrics["args"].get("length_penalty", config.length_penalty)),
+        encoder_decoder.Distillation(mixture(runs, context), *config.distillation()),
+        [run.record for run in runs],
+        int(first.get("beam_width", config.beam_width)),
+        float(first.get("length_penalty", config.length_penalty)),
     )
 
 
@@ -525,31 +623,32 @@ def teacher_pronounced_words(
     return [(word, (tuple(phonemes.decode(row)),)) for word, row in zip(words, answers)]
 
 
-def run(config: G2PConfig, context: RunContext) -> dict[str, Any]:
-    """Train, evaluate WER/PER on the test split, save and export."""
-    splits = load_words(stress=config.stress, limit=config.limit, seed=config.seed)
-    for line in start_lines(config, splits, context.directory.path):
-        progress(line, context.is_chief)
-    letters, phonemes = make_vocabularies(splits["train"])
+def train_model(
+    config: G2PConfig,
+    context: RunContext,
+    splits: dict[str, list[Entry]],
+    letters: seq2seq.Vocabulary,
+    phonemes: seq2seq.Vocabulary,
+    decoding: seq2seq.DecodingSpec,
+) -> tuple[seq2seq.Seq2Seq | seq2seq.Seq2SeqEnsemble, dict[str, Any]]:
+    """The model `config` describes, trained (with `--teacher`, as its
+    student), in float32 whatever `--precision` trained it in.
+
+    Returns:
+        `(model, record)`: `record` holds what `metrics.json` adds with a
+        teacher, `teacher` and `unlabelled_words`.
+    """
     validation = pair_dataset(
         splits["validation"], letters, phonemes, config.batch_size, False, config.seed
-    )
-    longest = max(len(p) for _, prons in splits["train"] for p in prons)
-    # One spec for the test decoding, the SavedModel and the LiteRT file:
-    # both files read words of up to the longest training word's letters.
-    decoding = seq2seq.DecodingSpec(
-        beam_width=config.beam_width,
-        length_penalty=config.length_penalty,
-        max_source_length=max(len(word) for word, _ in splits["train"]),
-        max_target_length=longest + 4,
     )
     teacher = None
     if config.teacher is not None:
         teacher = load_teacher(config, letters, phonemes, context)
         progress(
-            f"  taught by the run in {config.teacher}/ ({teacher.record['parameters']:,} "
-            f"parameters, test WER {teacher.record['test_wer']:.1%}), "
-            "weight {:g}, temperature {:g}".format(*config.distillation()),
+            f"  taught by {', '.join(record['run'] + '/' for record in teacher.records)} "
+            f"({sum(record['parameters'] for record in teacher.records):,} parameters, "
+            "test WER " + ", ".join(f"{record['test_wer']:.1%}" for record in teacher.records)
+            + "), weight {:g}, temperature {:g}".format(*config.distillation()),
             context.is_chief,
         )
     # The teacher's words train the student only: the vocabularies, the
@@ -568,10 +667,84 @@ def run(config: G2PConfig, context: RunContext) -> dict[str, Any]:
         splits["train"] + added, letters, phonemes, config.batch_size, config.shuffle,
         config.seed,
     )
-    model = encoder_decoder.train(
-        config, context, letters, phonemes, train, validation,
-        None if teacher is None else teacher.distillation,
+    with dtype_policy(config.precision):
+        model = encoder_decoder.train(
+            config, context, letters, phonemes, train, validation,
+            None if teacher is None else teacher.distillation,
+        )
+    if config.precision != "float32":
+        # The weights are float32 variables under a mixed policy too; a
+        # float32 model with them saves, serves and exports float32.
+        with context.scope():
+            trained = model
+            model = encoder_decoder.build_model(config, letters, phonemes)
+            model.set_weights(trained.get_weights())
+    if teacher is None:
+        return model, {}
+    return model, {"teacher": teacher.described(), "unlabelled_words": len(added)}
+
+
+@contextlib.contextmanager
+def dtype_policy(name: str) -> Iterator[None]:
+    """Keras's global dtype policy set to `name` (`--precision`) inside,
+    and put back after."""
+    before = keras.config.dtype_policy()
+    keras.config.set_dtype_policy(name)
+    try:
+        yield
+    finally:
+        keras.config.set_dtype_policy(before)
+
+
+def assembled_model(
+    config: G2PConfig,
+    context: RunContext,
+    letters: seq2seq.Vocabulary,
+    phonemes: seq2seq.Vocabulary,
+) -> tuple[seq2seq.Seq2Seq | seq2seq.Seq2SeqEnsemble, dict[str, Any]]:
+    """The `--members` runs' models in one ensemble (`mixture`), copied
+    into this run, which trains nothing.
+
+    Returns:
+        `(model, record)`: `record` is `{"members": [each run's record]}`
+        for `metrics.json`.
+    """
+    runs = [
+        load_finished_run(directory, "--members", letters, phonemes, config.stress, context)
+        for directory in config.members or ()
+    ]
+    model = mixture(runs, context)
+    models = [member for run in runs for member in run.models]
+    backwards = sum(member.reads_right_to_left for member in models)
+    progress(
+        f"  assembled {len(models) - backwards} left-to-right and {backwards} "
+        f"right-to-left encoder-decoders from {len(runs)} runs, "
+        f"{model.count_params():,} parameters",
+        context.is_chief,
     )
+    return model, {"members": [run.record for run in runs]}
+
+
+def run(config: G2PConfig, context: RunContext) -> dict[str, Any]:
+    """Train (or assemble `--members`), evaluate WER/PER on the test split,
+    save and export."""
+    splits = load_words(stress=config.stress, limit=config.limit, seed=config.seed)
+    for line in start_lines(config, splits, context.directory.path):
+        progress(line, context.is_chief)
+    letters, phonemes = make_vocabularies(splits["train"])
+    longest = max(len(p) for _, prons in splits["train"] for p in prons)
+    # One spec for the test decoding, the SavedModel and the LiteRT file:
+    # both files read words of up to the longest training word's letters.
+    decoding = seq2seq.DecodingSpec(
+        beam_width=config.beam_width,
+        length_penalty=config.length_penalty,
+        max_source_length=max(len(word) for word, _ in splits["train"]),
+        max_target_length=longest + 4,
+    )
+    if config.members is not None:
+        model, record = assembled_model(config, context, letters, phonemes)
+    else:
+        model, record = train_model(config, context, splits, letters, phonemes, decoding)
     context.save(model, export=False)
     litert_path = encoder_decoder.export_model(
         model,
@@ -627,10 +800,6 @@ def run(config: G2PConfig, context: RunContext) -> dict[str, Any]:
         "test_words": len(test_words),
         "train_words": len(splits["train"]),
         "parameters": model.count_params(),
-        **(
-            {}
-            if teacher is None
-            else {"teacher": teacher.record, "unlabelled_words": len(added)}
-        ),
+        **record,
         "examples": examples,
     }

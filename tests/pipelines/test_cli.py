@@ -415,12 +415,13 @@ def test_fingerprint_holds_the_training_options_only():
     fingerprint = config.fingerprint()
     json.dumps(fingerprint)
     # --litert-quantize at its default, float32, is left out, and so are the
-    # distillation options without --teacher: a run recorded before the
-    # options existed keeps its fingerprint.
+    # distillation options without --teacher, --members unset and
+    # --precision float32: a run recorded before the options existed keeps
+    # its fingerprint.
     left_out = {"out", "restart", "overwrite", "strategy", "quick", "preset",
                 "verbose", "beam_width", "length_penalty", "litert_quantize",
                 "teacher", "distillation_weight", "distillation_temperature",
-                "unlabelled_words"}
+                "unlabelled_words", "members", "precision"}
     fields = {field.name for field in dataclasses.fields(config)}
     assert set(fingerprint) == fields - left_out
     assert fingerprint["limit"] == 6000 and fingerprint["learning_rate"] == 1e-2

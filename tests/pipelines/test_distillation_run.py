@@ -184,7 +184,7 @@ def test_a_student_run_records_its_teacher_and_refuses_one_of_other_phonemes(
         "run": str(teacher), "test_wer": taught["test_wer"], "test_per": taught["test_per"],
         "parameters": taught["parameters"],
     }
-    assert metrics["args"]["teacher"] == str(teacher)
+    assert metrics["args"]["teacher"] == [str(teacher)]
     assert metrics["args"]["distillation_weight"] == 0.8
     # What the run saved and exported is the student alone.
     assert isinstance(keras.models.load_model(student / "model.keras"), seq2seq.Seq2Seq)

@@ -13,14 +13,30 @@ from kerasrnn_pipelines.options import (
     flag,
     non_negative_int,
     number_type,
+    one_of,
     option,
+    option_spec,
     switch,
     text,
 )
 from kerasrnn_pipelines.tasks.options.seq2seq_config import Seq2SeqConfig
 
-#: The figures of the teacher's `metrics.json` a student's run records.
+#: The figures of a teacher's or a member's `metrics.json` a run records.
 TEACHER_FIGURES = ("test_wer", "test_per", "parameters")
+
+#: `--teacher` and `--members`: one or more run directories.
+run_directories = dataclasses.replace(
+    text, allowed="one or more directories of finished g2p runs", several=True
+)
+
+#: `--precision` values: Keras dtype policies.
+PRECISIONS = ("float32", "mixed_bfloat16")
+
+#: The options an assembly (`--members`) takes besides where it writes and
+#: how it decodes: the words (`--stress`, `--limit`, `--seed`, `--data`),
+#: which its members must have been trained on. Every other training
+#: option is its members' own.
+ASSEMBLY_OPTIONS = ("stress", "limit", "seed", "data")
 
 distillation_weight_value = number_type(
     "a number in [0, 1]", float, lambda v: 0.0 <= v <= 1.0
@@ -105,14 +121,36 @@ class G2PConfig(Seq2SeqConfig):
         "use only N words of the training split and N/10 of the validation "
         "and test splits, drawn with --seed (0: all)",
     )
-    teacher: str | None = option(
+    teacher: tuple[str, ...] | None = option(
         None,
-        text,
-        "the directory of a finished g2p run whose model.keras teaches this "
-        "one by token-level distillation (kerasrnn.seq2seq.Distiller): the "
-        "student learns the labels and the teacher's next-phoneme "
-        "distribution; off if unset",
+        run_directories,
+        "the directories of one or more finished g2p runs (trained or "
+        "assembled with --members) whose model.keras teaches this one by "
+        "token-level distillation (kerasrnn.seq2seq.Distiller): the student "
+        "learns the labels and the next-phoneme distribution of the "
+        "teachers' mixture (all their left-to-right members alike, as "
+        "--members assembles them); off if unset",
         unset=True,
+        training=False,
+    )
+    members: tuple[str, ...] | None = option(
+        None,
+        run_directories,
+        "train nothing: assemble the finished g2p runs in these directories "
+        "(any cell, attention or size; their left-to-right models mixed, "
+        "their right-to-left ones rescoring) into one ensemble, copied into "
+        "--out, and decode, export and score it as a run; they must share "
+        "--stress, --limit (and with it --seed) and so letters and phonemes; "
+        "off if unset",
+        unset=True,
+        training=False,
+    )
+    precision: str = option(
+        "float32",
+        one_of(*PRECISIONS),
+        "the Keras dtype policy training computes in: float32, or "
+        "mixed_bfloat16 (bfloat16 computations on float32 weights); the "
+        "saved model, the SavedModel and model.tflite are float32 either way",
         training=False,
     )
     # None unless typed, so that a value without --teacher, which would
@@ -151,7 +189,14 @@ class G2PConfig(Seq2SeqConfig):
     )
 
     def __post_init__(self) -> None:
+        for name in ("teacher", "members"):
+            value = getattr(self, name)
+            if isinstance(value, (str, list)):
+                # One directory, or a list typed in Python: held as a tuple.
+                object.__setattr__(self, name, (value,) if isinstance(value, str) else tuple(value))
         super().__post_init__()
+        if self.members is not None:
+            self.check_assembly()
         if self.teacher is None:
             if self.unlabelled_words:
                 raise ConfigError(
@@ -187,6 +232,29 @@ class G2PConfig(Seq2SeqConfig):
                     f"{only:g} or drop --teacher)"
                 )
 
+    def check_assembly(self) -> None:
+        """Refuse, with `--members`, a teacher and any training option
+        other than the `ASSEMBLY_OPTIONS` set away from its default: the
+        members' own options hold, and such a value would change nothing."""
+        if self.teacher is not None:
+            raise ConfigError(
+                "argument --members: an assembly trains nothing, so nothing "
+                "learns from a teacher; received --members with --teacher "
+                "(assemble first, then pass the assembly as --teacher)"
+            )
+        for field in dataclasses.fields(self):
+            spec = option_spec(type(self), field.name)
+            changed = getattr(self, field.name) != field.default
+            if changed and field.name not in ASSEMBLY_OPTIONS and (
+                spec["training"] or field.name in ("precision", *DISTILLATION_DEFAULTS)
+            ):
+                raise ConfigError(
+                    "argument --members: an assembly trains nothing, its "
+                    "members' own options hold; received --members with "
+                    f"{flag(field.name)} {getattr(self, field.name)} (drop "
+                    f"{flag(field.name)}{', and --quick' if self.quick else ''})"
+                )
+
     def distillation(self) -> tuple[float, float]:
         """`(--distillation-weight, --distillation-temperature)`, each its
         default (`DISTILLATION_DEFAULTS`) where unset."""
@@ -197,9 +265,10 @@ class G2PConfig(Seq2SeqConfig):
         return weight, temperature
 
     def fingerprint(self) -> dict[str, Any]:
-        """`LiteRTConfig.fingerprint`, and with `--teacher` the teacher, the
-        distillation's weight and temperature, and `--unlabelled-words`
-        unless it is 0.
+        """`LiteRTConfig.fingerprint`, `--precision` unless it is float32,
+        `--members` when set, and with `--teacher` the teacher (one
+        directory as a string, several as a list), the distillation's
+        weight and temperature, and `--unlabelled-words` unless it is 0.
 
         Without a teacher the weight and temperature change nothing, and
         are left out so that runs recorded before the options existed keep
@@ -207,8 +276,15 @@ class G2PConfig(Seq2SeqConfig):
         students recorded before it.
         """
         fingerprint = super().fingerprint()
+        if self.precision != "float32":
+            fingerprint["precision"] = self.precision
+        if self.members is not None:
+            fingerprint["members"] = list(self.members)
         if self.teacher is not None:
-            fingerprint["teacher"] = self.teacher
+            # One teacher as the runs before several existed recorded it.
+            fingerprint["teacher"] = (
+                self.teacher[0] if len(self.teacher) == 1 else list(self.teacher)
+            )
             weight, temperature = self.distillation()
             fingerprint["distillation_weight"] = weight
             fingerprint["distillation_temperature"] = temperature
@@ -217,54 +293,155 @@ class G2PConfig(Seq2SeqConfig):
         return fingerprint
 
     def check_environment(self, environ: Mapping[str, str] | None = None) -> None:
-        """`RunConfig.check_environment`, and that `--teacher` names a
-        finished g2p run (see `read_teacher_metrics`) other than `--out`."""
+        """`RunConfig.check_environment`, and that `--teacher` and
+        `--members` name finished g2p runs that agree (`check_runs`), and
+        that the members were trained on the assembly's words
+        (`check_words`)."""
         super().check_environment(environ)
-        if self.teacher is None:
-            return
-        read_teacher_metrics(self.teacher)
-        if os.path.realpath(self.teacher) == os.path.realpath(self.out):
+        if self.members is not None:
+            runs = check_runs("--members", self.members, self.out)
+            for directory, metrics in runs.items():
+                check_words(directory, metrics, self)
+        if self.teacher is not None:
+            check_runs("--teacher", self.teacher, self.out)
+
+
+def check_runs(argument: str, directories: tuple[str, ...], out: str) -> dict[str, dict[str, Any]]:
+    """The `metrics.json` of each finished g2p run in `directories` (see
+    `read_run_metrics`), checked to be distinct runs, none of them `out`,
+    that agree on `--stress` and, where there are several, on their letters
+    and phonemes (their `vocabulary.json`).
+
+    Args:
+        argument: The option that named them, `--teacher` or `--members`.
+
+    Returns:
+        Directory -> its metrics, in the order given.
+
+    Raises:
+        ConfigError: one line naming the run and the mismatch.
+    """
+    runs: dict[str, dict[str, Any]] = {}
+    seen: dict[str, str] = {}
+    for directory in directories:
+        metrics = read_run_metrics(directory, argument)
+        where = os.path.realpath(directory)
+        if where == os.path.realpath(out):
             raise ConfigError(
-                f"argument --teacher: {self.teacher!r} is --out too; the "
-                "student's run would replace its teacher (pass another --out)"
+                f"argument {argument}: {directory!r} is --out too; this run "
+                "would replace it (pass another --out)"
+            )
+        if where in seen:
+            raise ConfigError(
+                f"argument {argument}: {directory!r} is the run {seen[where]!r} "
+                "again; each run counts once (drop one)"
+            )
+        seen[where] = directory
+        runs[directory] = metrics
+    if len(runs) < 2:
+        return runs
+    (first, first_metrics), *others = runs.items()
+    first_tokens = run_tokens(first, argument)
+    for directory, metrics in others:
+        if metrics["args"].get("stress") != first_metrics["args"].get("stress"):
+            raise ConfigError(
+                f"argument {argument}: {directory!r} was trained with "
+                f"stress={metrics['args'].get('stress')}, {first!r} with "
+                f"stress={first_metrics['args'].get('stress')}: their phonemes differ"
+            )
+        tokens = run_tokens(directory, argument)
+        for what, key in (("letters", "source_tokens"), ("phonemes", "target_tokens")):
+            if tokens[key] != first_tokens[key]:
+                raise ConfigError(
+                    f"argument {argument}: {directory!r} knows other {what} than "
+                    f"{first!r} ({len(tokens[key])} against {len(first_tokens[key])}): "
+                    "its models are mixed token by token (pass runs of one "
+                    "--limit and --seed)"
+                )
+    return runs
+
+
+def run_tokens(directory: str, argument: str) -> dict[str, list[str]]:
+    """`source_tokens` and `target_tokens` of the run's `vocabulary.json`.
+
+    Raises:
+        ConfigError: the file is missing or lacks them.
+    """
+    try:
+        listed = json.loads((pathlib.Path(directory) / "vocabulary.json").read_text())
+        return {key: list(listed[key]) for key in ("source_tokens", "target_tokens")}
+    except (OSError, ValueError, KeyError, TypeError):
+        raise ConfigError(
+            f"argument {argument}: {directory!r} holds no readable vocabulary.json "
+            "listing its letters and phonemes, which a g2p run writes beside model.tflite"
+        ) from None
+
+
+def check_words(directory: str, metrics: dict[str, Any], config: "G2PConfig") -> None:
+    """Refuse a member trained on other words than the assembly's: another
+    `--stress`, `--limit`, or (with a `--limit`) `--seed`."""
+    trained = metrics["args"]
+    for name in ("stress", "limit", "seed", "data"):
+        if name == "seed" and not config.limit:
+            continue  # Without a --limit every seed reads the same words.
+        if trained.get(name) != getattr(config, name):
+            value = trained.get(name)
+            shown = (
+                ("--stress" if value else "--no-stress") if name == "stress"
+                else f"{flag(name)} {value}"
+            )
+            raise ConfigError(
+                f"argument --members: {directory!r} was trained with {name}={value}, "
+                f"this assembly reads {name}={getattr(config, name)}: other words "
+                f"(pass {shown}, or another run)"
             )
 
 
 def read_teacher_metrics(teacher: str) -> dict[str, Any]:
-    """The `metrics.json` of the g2p run in `teacher`, checked.
+    """`read_run_metrics(teacher, "--teacher")`."""
+    return read_run_metrics(teacher, "--teacher")
+
+
+def read_run_metrics(directory_name: str, argument: str) -> dict[str, Any]:
+    """The `metrics.json` of the g2p run in `directory_name`, checked.
+
+    Args:
+        directory_name: The directory, as typed.
+        argument: The option that named it (`--teacher`, `--members`), for
+            the message.
 
     Returns:
         Its contents, a JSON object with `task` "g2p", `args`, and the
         `TEACHER_FIGURES`.
 
     Raises:
-        ConfigError: `teacher` is not a directory, or holds no
+        ConfigError: `directory_name` is not a directory, or holds no
             `metrics.json` (the run is unfinished), one that is not a g2p
             run's, or no `model.keras`.
     """
-    directory = pathlib.Path(teacher)
+    directory = pathlib.Path(directory_name)
     allowed = "must be the directory of a finished g2p run"
     if not directory.is_dir():
         raise ConfigError(
-            f"argument --teacher: {allowed}; received {teacher!r}, which is "
+            f"argument {argument}: {allowed}; received {directory_name!r}, which is "
             "not a directory"
         )
     try:
         metrics = json.loads((directory / "metrics.json").read_text())
     except FileNotFoundError:
         raise ConfigError(
-            f"argument --teacher: {allowed}; received {teacher!r}, which "
+            f"argument {argument}: {allowed}; received {directory_name!r}, which "
             "holds no metrics.json (an unfinished run, or no run)"
         ) from None
     except (OSError, ValueError) as error:
         raise ConfigError(
-            f"argument --teacher: {allowed}; received {teacher!r}, whose "
+            f"argument {argument}: {allowed}; received {directory_name!r}, whose "
             f"metrics.json is unreadable ({error})"
         ) from None
     task = metrics.get("task") if isinstance(metrics, dict) else None
     if task != "g2p":
         raise ConfigError(
-            f"argument --teacher: {allowed}; received {teacher!r}, whose "
+            f"argument {argument}: {allowed}; received {directory_name!r}, whose "
             f"metrics.json is not a g2p run's (task {task!r})"
         )
     missing = [name for name in TEACHER_FIGURES if not isinstance(metrics.get(name), (int, float))]
@@ -272,12 +449,12 @@ def read_teacher_metrics(teacher: str) -> dict[str, Any]:
         missing.append("args")
     if missing:
         raise ConfigError(
-            f"argument --teacher: {allowed}; received {teacher!r}, whose "
+            f"argument {argument}: {allowed}; received {directory_name!r}, whose "
             f"metrics.json lacks {', '.join(missing)}"
         )
     if not (directory / "model.keras").is_file():
         raise ConfigError(
-            f"argument --teacher: {allowed}; received {teacher!r}, which "
+            f"argument {argument}: {allowed}; received {directory_name!r}, which "
             "holds no model.keras"
         )
     return metrics
