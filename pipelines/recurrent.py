@@ -5,11 +5,16 @@
 kerasrnn cell (with its input dropout) stepped by `keras.layers.RNN`
 (optionally in `keras.layers.Bidirectional`, eq:rnn-bidir), stacked, with
 dropout after each layer.
+
+A padding mask is handed to every layer of a stack as an argument: Keras
+3.16's recurrent layers no longer pass their input's mask on to the next
+layer, which would otherwise read padded steps (`kerasrnn.explicit_masks`).
 """
 
 import keras
 
 import kerasrnn
+from kerasrnn.explicit_masks import takes_explicit_mask
 from kerasrnn.types import TensorLike
 from kerasrnn_pipelines.options import CELLS, RecurrentStackConfig, RunConfig
 
@@ -48,7 +53,8 @@ def recurrent_layer(
 
     Returns:
         A layer mapping `(batch, time, d)` to `(batch, time, n')` or
-        `(batch, n')`, with n' = n, or 2n when bidirectional.
+        `(batch, n')`, with n' = n, or 2n when bidirectional, which takes a
+        padding mask as `mask=` (`takes_explicit_mask`).
     """
     layer = keras.layers.RNN(
         make_cell(config.cell, units, config.cell_dropout, config.seed),
@@ -57,8 +63,8 @@ def recurrent_layer(
         name=None if config.bidirectional else name,
     )
     if config.bidirectional:
-        return keras.layers.Bidirectional(layer, name=name)
-    return layer
+        layer = keras.layers.Bidirectional(layer, name=name)
+    return takes_explicit_mask(layer)
 
 
 def recurrent_stack(
@@ -66,18 +72,22 @@ def recurrent_stack(
     config: RecurrentStackConfig,
     return_sequences: bool,
     stateful: bool = False,
+    mask: TensorLike | None = None,
 ) -> TensorLike:
     """`config.layers` recurrent layers of `config.units`, with dropout.
 
     Every layer but the last returns sequences (the next one reads them);
     the last returns what `return_sequences` asks. `Dropout(config.dropout)`
-    follows each layer when the rate is positive.
+    follows each layer when the rate is positive. Every layer is called
+    with `mask`, so none reads a padded step, whichever Keras runs it.
 
     Args:
         inputs: Keras tensor `(batch, time, d)`.
         config: The resolved config.
         return_sequences: What the last layer returns.
         stateful: See `recurrent_layer`.
+        mask: Keras tensor `(batch, time)` bool, True at the steps to read
+            (`Embedding.compute_mask` of the ids), or None for none masked.
 
     Returns:
         Keras tensor `(batch, time, n')` or `(batch, n')`.
@@ -91,7 +101,7 @@ def recurrent_stack(
             return_sequences=return_sequences or not last,
             stateful=stateful,
             name=f"recurrent_{index + 1}",
-        )(outputs)
+        )(outputs, mask=mask)
         if config.dropout > 0:
             outputs = keras.layers.Dropout(
                 config.dropout, seed=config.seed, name=f"dropout_{index + 1}"

@@ -74,6 +74,7 @@ import tensorflow as tf
 from keras import ops
 
 from kerasrnn.allowed import CONTEXTS
+from kerasrnn.explicit_masks import takes_explicit_mask
 from kerasrnn.keras_internals import outside_object_sharing
 from kerasrnn.seq2seq.decoder_attention import decoder_attention
 from kerasrnn.seq2seq.dropout_masks import sequence_dropout_masks
@@ -249,7 +250,8 @@ class Seq2Seq(keras.Model):
                 layer = keras.layers.Bidirectional(
                     layer, name=f"encoder_bidirectional_{index}"
                 )
-            self.encoder.append(layer)
+            # `encode` hands each layer the source's mask.
+            self.encoder.append(takes_explicit_mask(layer))
         self.bridge = []
         if self.bidirectional and self.uses_initial_state:
             self.bridge = [

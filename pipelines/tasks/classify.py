@@ -133,30 +133,33 @@ def imdb_data(
 
 def step_inputs(
     embedding: int, vocabulary: int | None
-) -> tuple[TensorLike, TensorLike]:
-    """Model input and per-step features: raw rows, or masked embeddings.
+) -> tuple[TensorLike, TensorLike, TensorLike | None]:
+    """Model input, per-step features and their padding mask: raw rows
+    (no mask), or masked embeddings.
 
     Args:
         embedding: `--embedding`, the size of a word's embedding.
         vocabulary: Word ids the embedding takes, or None for the digits'
             rows of 8 pixels.
+
+    Returns:
+        `(inputs, steps, mask)`: `steps` `(batch, time, d)`, `mask`
+        `(batch, time)` bool, True at the words, or None.
     """
     if vocabulary is None:
         inputs = keras.Input(shape=(8, 8), name="rows")
-        return inputs, inputs
+        return inputs, inputs, None
     inputs = keras.Input(shape=(None,), dtype="int32", name="word_ids")
-    embedded = keras.layers.Embedding(
-        vocabulary, embedding, mask_zero=True, name="embedding"
-    )(inputs)
-    return inputs, embedded
+    table = keras.layers.Embedding(vocabulary, embedding, mask_zero=True, name="embedding")
+    return inputs, table(inputs), table.compute_mask(inputs)
 
 
 def build_model(
     config: ClassifyConfig, classes: int, vocabulary: int | None
 ) -> keras.Model:
     """Bidirectional recurrent encoder → softmax over `classes`."""
-    inputs, steps = step_inputs(config.embedding, vocabulary)
-    encoded = recurrent_stack(steps, config, return_sequences=False)
+    inputs, steps, mask = step_inputs(config.embedding, vocabulary)
+    encoded = recurrent_stack(steps, config, return_sequences=False, mask=mask)
     outputs = keras.layers.Dense(classes, activation="softmax", name="classes")(
         encoded
     )
@@ -165,8 +168,8 @@ def build_model(
 
 def build_baseline(embedding: int, classes: int, vocabulary: int | None) -> keras.Model:
     """The order-free baseline: mean of the step features → softmax."""
-    inputs, steps = step_inputs(embedding, vocabulary)
-    pooled = keras.layers.GlobalAveragePooling1D(name="mean_over_time")(steps)
+    inputs, steps, mask = step_inputs(embedding, vocabulary)
+    pooled = keras.layers.GlobalAveragePooling1D(name="mean_over_time")(steps, mask=mask)
     outputs = keras.layers.Dense(classes, activation="softmax", name="classes")(
         pooled
     )

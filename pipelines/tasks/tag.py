@@ -168,12 +168,18 @@ def make_datasets(
 
 
 def build_model(config: TagConfig, vocabulary: int, classes: int) -> keras.Model:
-    """Embedding (masked) → Bidirectional stack (sequences) → per-step softmax."""
+    """Embedding (masked) → Bidirectional stack (sequences) → per-step softmax.
+
+    Every recurrent layer is handed the ids' padding mask and passes it on
+    to the softmax's outputs, whichever Keras runs it, so that the loss and
+    metrics count real steps only.
+    """
     inputs = keras.Input(shape=(None,), dtype="int32", name="token_ids")
-    embedded = keras.layers.Embedding(
+    embedding = keras.layers.Embedding(
         vocabulary, config.embedding, mask_zero=True, name="embedding"
-    )(inputs)
-    states = recurrent_stack(embedded, config, return_sequences=True)
+    )
+    mask = embedding.compute_mask(inputs)
+    states = recurrent_stack(embedding(inputs), config, return_sequences=True, mask=mask)
     outputs = keras.layers.Dense(classes, activation="softmax", name="tags")(
         states
     )
