@@ -480,7 +480,9 @@ def export_litert(
       (`keras.Input(name=...)`; an unnamed single input is `inputs`), of
       the input's dtype (float32 features, or int32 token ids), shape
       `[batch, sequence_length, *features]` (`[batch, time, *features]`
-      with `time` dynamic when `sequence_length` is None);
+      with `time` dynamic when `sequence_length` is None); a float input
+      of one fixed-size vector per example (an initial state passed to a
+      recurrent layer) keeps its shape `[batch, size]`;
     - outputs: named as the model's outputs (its output layers' names, or
       a dict output's keys; `output_0`, ... where those are not unique),
       float32, the model's output shapes with a `batch` first dimension.
