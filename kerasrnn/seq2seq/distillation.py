@@ -46,6 +46,7 @@ from kerasrnn.seq2seq.decoding import beam_search_decode
 from kerasrnn.seq2seq.ensemble import Seq2SeqEnsemble, mixture_log_probs
 from kerasrnn.seq2seq.model import Seq2Seq
 from kerasrnn.seq2seq.renamed import renamed_keyword
+from kerasrnn.seq2seq.specs import DecodingSpec
 from kerasrnn.seq2seq.vocabulary import END_ID, PAD_ID
 from kerasrnn.types import Config, TensorLike
 from kerasrnn.validation import check_number, check_positive_int
@@ -251,7 +252,10 @@ class Distiller(keras.Model):
     >>> distiller = seq2seq.Distiller(student, teacher, weight=0.5, temperature=2.0)
     >>> distiller.compile(keras.optimizers.Adam(0.01))
     >>> distiller.fit(inputs, labels, epochs=5)  # doctest: +SKIP
-    >>> seq2seq.beam_search_decode(distiller.student, source_ids, 4, 20)  # doctest: +SKIP
+    >>> seq2seq.beam_search_decode(
+    ...     distiller.student, source_ids,
+    ...     decoding=seq2seq.DecodingSpec(beam_width=4, max_target_length=20),
+    ... )  # doctest: +SKIP
     """
 
     def __init__(
@@ -446,14 +450,15 @@ def teacher_targets(
             "Argument `source_ids` must be an (n, length) batch of ids with "
             f"n ≥ 1 and length ≥ 1. Received: shape {sources.shape}"
         )
+    decoding = DecodingSpec(
+        beam_width=beam_width,
+        length_penalty=length_penalty,
+        max_target_length=DEFAULT_MAX_TARGET_LENGTH if length is None else length,
+    )
     answers = []
     for start in range(0, len(sources), batch_size):
         result = beam_search_decode(
-            teacher,
-            sources[start : start + batch_size],
-            beam_width=beam_width,
-            max_target_length=DEFAULT_MAX_TARGET_LENGTH if length is None else length,
-            length_penalty=length_penalty,
+            teacher, sources[start : start + batch_size], decoding=decoding
         )
         answers.append(result.sequences[:, 0].numpy())
     targets = np.concatenate(answers)
