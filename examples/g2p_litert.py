@@ -1,10 +1,16 @@
-"""Pronounce words with the LiteRT file of a `kerasrnn-train g2p` run.
+r"""Pronounce words with the LiteRT file of a `kerasrnn-train g2p` run.
 
     python examples/g2p_litert.py RUN_DIRECTORY WORD [WORD ...]
 
-prints one line per word: the word, a tab, its ARPAbet phonemes. It reads
+prints one line per word: the word, a tab, its ARPAbet phonemes. A word
+that holds a backslash or a character that is not printable (a tab, a line
+break, another control or separator character) is printed escaped as Python
+writes it in a string (`\\`, `\t`, `\n`, `\x1b`, `\u2028`), so that each
+word stays one line and the first tab ends it. It reads
 `model.tflite` and `vocabulary.json` from the run directory and needs only
-NumPy and `ai-edge-litert`: no TensorFlow, no kerasrnn. The steps are the
+NumPy, `ai-edge-litert` and kerasrnn's bucket routing
+(`kerasrnn.export.seq2seq_buckets`, which loads neither TensorFlow nor
+Keras). The steps are the
 ones `vocabulary.json` describes (see `kerasrnn.export.seq2seq_litert`): text to
 token ids, the signature of the shortest bucket that holds the word (run
 through LiteRT's `CompiledModel` with XNNPACK's weight cache: `Signatures`,
@@ -36,6 +42,8 @@ from ai_edge_litert.cpu_options import CpuOptions
 from ai_edge_litert.interpreter import Interpreter
 from ai_edge_litert.options import Options
 from ai_edge_litert.tensor_buffer import TensorBuffer
+
+from kerasrnn.export.seq2seq_buckets import bucket_calls
 
 PROGRAM = "g2p_litert.py"
 
@@ -258,30 +266,31 @@ def aligned_empty(shape, dtype):
 def pronounce(signatures, vocabulary, words):
     """Each word's pronunciation, or None for a word too long for the file.
 
-    The words that share a bucket make one call of its signature, and the
-    calls of all buckets go together to `signatures.target_ids_of`
-    (`Signatures`).
+    The words that share a bucket make one call of its signature
+    (`kerasrnn.export.seq2seq_buckets`), and the calls of all buckets go
+    together to `signatures.target_ids_of` (`Signatures`).
     """
     lookup = source_lookup(vocabulary)
     sources = [source_ids(word, vocabulary, lookup) for word in words]
+    calls, _ = bucket_calls(sources, vocabulary["buckets"], vocabulary["pad_id"])
     answers = [None] * len(words)
-    pending = list(range(len(words)))
-    calls, callers = [], []
-    for bucket in vocabulary["buckets"]:
-        length = bucket["max_source_length"]
-        fits = [i for i in pending if len(sources[i]) <= length]
-        pending = [i for i in pending if len(sources[i]) > length]
-        if not fits:
-            continue
-        ids = np.full((len(fits), length), vocabulary["pad_id"], np.int32)
-        for row, index in enumerate(fits):
-            ids[row, : len(sources[index])] = sources[index]
-        calls.append((bucket["signature"], ids))
-        callers.append(fits)
-    for fits, target_ids in zip(callers, signatures.target_ids_of(calls)):
-        for index, row in zip(fits, target_ids):
+    target_ids = signatures.target_ids_of([(call.signature, call.source_ids) for call in calls])
+    for call, rows in zip(calls, target_ids):
+        for index, row in zip(call.rows, rows):
             answers[index] = target_text(row, vocabulary)
     return answers
+
+
+def escaped(text):
+    r"""`text` with each backslash and each character that is not printable
+    (tab, line breaks, other control and separator characters) written as
+    Python writes it inside a string literal: `\\`, `\t`, `\n`, `\x1b`,
+    `\u2028`. Printable text, spaces and non-ASCII letters included, is
+    left as it is."""
+    return "".join(
+        character if character.isprintable() and character != "\\" else repr(character)[1:-1]
+        for character in text
+    )
 
 
 def shown(value):
@@ -568,12 +577,12 @@ def main(argv=None):
     for word, phonemes in zip(arguments.words, answers):
         if phonemes is None:
             print(
-                f"{word}: longer than {vocabulary['max_source_length']} letters",
+                f"{escaped(word)}: longer than {vocabulary['max_source_length']} letters",
                 file=sys.stderr,
             )
             status = 1
         else:
-            print(f"{word}\t{phonemes}")
+            print(f"{escaped(word)}\t{escaped(phonemes)}")
     return status
 
 

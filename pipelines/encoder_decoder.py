@@ -19,6 +19,7 @@ import keras
 import numpy as np
 
 from kerasrnn import seq2seq
+from kerasrnn.export.seq2seq_buckets import bucket_calls
 from kerasrnn.types import TensorLike
 from kerasrnn_pipelines.console import held_back_native_output, progress
 from kerasrnn_pipelines.litert_outputs import export_among_outputs, exporter_quantize
@@ -195,13 +196,7 @@ def beam_search(
             `beam_width` (`--beam-width`), `length_penalty`
             (`--length-penalty`) and `max_target_length`.
     """
-    result = seq2seq.beam_search_decode(
-        model,
-        sources,
-        decoding.beam_width,
-        decoding.max_target_length,
-        decoding.length_penalty,
-    )
+    result = seq2seq.beam_search_decode(model, sources, decoding=decoding)
     return [target_vocabulary.decode(row) for row in result.sequences[:, 0].numpy()]
 
 
@@ -279,9 +274,10 @@ def litert_beam_search(
     """The best answers of a `model.tflite` through the LiteRT interpreter.
 
     Each source goes to the first signature of `vocabulary.json`'s
-    `buckets` that holds it (`serving_default` reads only the first
+    `buckets` that holds it (`kerasrnn.export.seq2seq_buckets`, as the
+    example client routes them); `serving_default` reads only the first
     `max_source_length` ids of a longer one, as the SavedModel reads only
-    the first `max_source_length` of its `DecodingSpec`).
+    the first `max_source_length` of its `DecodingSpec`.
 
     Args:
         path: The `.tflite` file, with `vocabulary.json` beside it.
@@ -296,24 +292,18 @@ def litert_beam_search(
     """
     from ai_edge_litert.interpreter import Interpreter
 
-    buckets = json.loads((path.parent / "vocabulary.json").read_text())["buckets"]
+    vocabulary = json.loads((path.parent / "vocabulary.json").read_text())
     interpreter = Interpreter(str(path))
+    calls, _ = bucket_calls(
+        sources, vocabulary["buckets"], vocabulary["pad_id"], cut_longer=True
+    )
     answers: dict[int, np.ndarray] = {}
-    pending = list(range(len(sources)))
     # The interpreter announces its XNNPACK delegate at its first call.
     with held_back_native_output():
-        for bucket in buckets:
-            length = bucket["max_source_length"]
-            last = bucket is buckets[-1]
-            fits = [i for i in pending if last or len(sources[i]) <= length]
-            pending = [i for i in pending if not (last or len(sources[i]) <= length)]
-            runner = interpreter.get_signature_runner(bucket["signature"])
-            for start in range(0, len(fits), LITERT_BATCH):
-                chunk = fits[start : start + LITERT_BATCH]
-                ids = np.zeros((len(chunk), length), np.int32)
-                for row, index in enumerate(chunk):
-                    source = sources[index][:length]
-                    ids[row, : len(source)] = source
-                for index, answer in zip(chunk, runner(source_ids=ids)["target_ids"]):
-                    answers[index] = answer
+        for call in calls:
+            runner = interpreter.get_signature_runner(call.signature)
+            for start in range(0, len(call.rows), LITERT_BATCH):
+                chunk = call.source_ids[start : start + LITERT_BATCH]
+                target_ids = runner(source_ids=chunk)["target_ids"]
+                answers.update(zip(call.rows[start : start + LITERT_BATCH], target_ids))
     return [answers[index] for index in range(len(sources))]

@@ -22,6 +22,11 @@ REPOSITORY = pathlib.Path(__file__).resolve().parents[1]
 #: The repository's own packages: what a served model must not need.
 PROJECT = ("kerasrnn", "kerasrnn_pipelines")
 
+#: What the LiteRT example client (`examples/g2p_litert.py`) runs without:
+#: of kerasrnn it imports only the bucket routing, which needs neither
+#: TensorFlow nor Keras.
+CLIENT_WITHOUT = ("tensorflow", "keras", "kerasrnn_pipelines")
+
 _REFUSE_IMPORTS = """\
 import importlib.abc as _importlib_abc
 import sys as _sys

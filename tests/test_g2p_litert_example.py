@@ -1,6 +1,7 @@
 """`examples/g2p_litert.py` on run directories with one mistake each, run as
-a client runs it: in a process that can import neither TensorFlow nor
-kerasrnn. Each mistake is one line on stderr naming the path and what is
+a client runs it: in a process that can import neither TensorFlow nor Keras
+nor the pipelines (kerasrnn's bucket routing, which needs none of them, is
+all it imports of kerasrnn). Each mistake is one line on stderr naming the path and what is
 wrong, exit status 1 (2 for wrong arguments), never a traceback. The files
 are real exports of tiny models: the run's own, a second seq2seq export of
 other lengths, a third of fewer phonemes, and a cell model's."""
@@ -15,7 +16,7 @@ import pytest
 
 import kerasrnn
 from kerasrnn import seq2seq
-from tests.isolated import PROJECT, run_without
+from tests.isolated import CLIENT_WITHOUT, run_without
 
 LETTERS = list("abcdefgh")
 PHONES = ["AA", "B", "K", "D", "EH"]
@@ -97,9 +98,9 @@ def run_directory(path, model, vocabulary):
 
 
 def client(*arguments):
-    """The example client run on `arguments` where TensorFlow and kerasrnn
-    cannot be imported."""
-    return run_without(PROJECT + ("tensorflow",), CLIENT, *arguments, check=False)
+    """The example client run on `arguments` where TensorFlow, Keras and
+    the pipelines cannot be imported."""
+    return run_without(CLIENT_WITHOUT, CLIENT, *arguments, check=False)
 
 
 def refusal(completed, status=1):
@@ -150,6 +151,29 @@ def test_the_run_answers_as_beam_search_decode_and_prints_nothing_else(exports):
         for word, answer in zip(WORDS, best_ids(model, WORDS, RUN_LENGTHS))
     ]
     assert completed.stdout.splitlines() == expected
+
+
+@pytest.mark.slow
+def test_a_word_with_a_tab_or_a_line_break_stays_one_line(exports):
+    """Each word is one line whatever it holds: a backslash and the
+    characters that are not printable are written escaped, as Python writes
+    them in a string; the word is pronounced from its letters."""
+    model, exported = exports
+    words = ["b\tad", "he\n", "fa\\ce", "x\u2028he", "\x1bbad"]
+    completed = client(exported["run"], *words)
+    assert completed.returncode == 0 and completed.stderr == "", completed.stderr[-3000:]
+    tokens = seq2seq.Vocabulary(PHONES).id_to_token()
+    shown = ["b\\tad", "he\\n", "fa\\\\ce", "x\\u2028he", "\\x1bbad"]
+    expected = [
+        f"{word}\t{' '.join(tokens[index] for index in answer)}"
+        for word, answer in zip(shown, best_ids(model, words, RUN_LENGTHS))
+    ]
+    assert completed.stdout.split("\n") == [*expected, ""]
+
+    too_long = client(exported["run"], "bad", "hedge\nhedge")
+    assert too_long.returncode == 1
+    assert too_long.stderr == "hedge\\nhedge: longer than 5 letters\n"
+    assert too_long.stdout.split("\n")[1:] == [""]
 
 
 @pytest.mark.slow

@@ -114,6 +114,7 @@ from kerasrnn.seq2seq.decoding import (
     keep_shapes,
     read_left_to_right,
 )
+from kerasrnn.seq2seq.ensemble import Seq2SeqEnsemble
 from kerasrnn.seq2seq.protocol import DecodableModel
 from kerasrnn.seq2seq.specs import (
     UNSET,
@@ -139,6 +140,18 @@ SIGNATURE = "serving_default"
 
 #: The file written beside the `.tflite`.
 VOCABULARY_FILE = "vocabulary.json"
+
+#: The longest source a LiteRT export reads (`max_source_length`), and the
+#: longest answer of a model whose right-to-left members rescore the beam
+#: (`max_target_length`). The file unrolls the encoder over every source
+#: step, and a rescorer's teacher-forced decoder over every target step,
+#: each step's operators held in the file; the converter's time grows
+#: faster than the steps, about four times per doubling at these lengths:
+#: minutes at this bound on two CPU cores (Deploying's "Lengths" section
+#: gives the measurements). The beam search's own loop is not unrolled: a
+#: model without rescorers takes any `max_target_length` `DecodingSpec`
+#: allows.
+MAX_LITERT_UNROLLED_LENGTH = 128
 
 
 def bucket_signature(source_length: int) -> str:
@@ -173,10 +186,11 @@ def export_litert(
     which `export_serving` takes too, with the same defaults. Each field can
     also be passed alone as a shortcut argument of its name (the spec is
     then made of the shortcuts passed, the other fields at its defaults);
-    a shortcut passed with its spec is refused. The file unrolls its loops
-    over `max_source_length` and `max_target_length`: pass the bounds the
-    task needs rather than the defaults (64 each), which make a large file
-    that converts slowly.
+    a shortcut passed with its spec is refused. The file unrolls its
+    encoder over `max_source_length` (and an ensemble's right-to-left
+    rescorers over `max_target_length`): pass the bounds the task needs
+    rather than the defaults (64 each), which make a large file that
+    converts slowly.
 
     Args:
         model: A trained `Seq2Seq` or `Seq2SeqEnsemble` (attention and
@@ -189,9 +203,15 @@ def export_litert(
             with.
         decoding: A `DecodingSpec`, or None: `DecodingSpec()` with the
             shortcuts passed. Its `max_source_length` S is the source
-            tokens `serving_default` reads per row, its `max_target_length`
-            T the most target tokens it decodes, its `beam_width` B at most
-            the target vocabulary size.
+            tokens `serving_default` reads per row, its
+            `max_target_length` T the most target tokens it decodes, its
+            `beam_width` B at most the target vocabulary size. S is at
+            most `MAX_LITERT_UNROLLED_LENGTH` (128), and so is T for an
+            ensemble whose right-to-left members rescore: the file unrolls
+            the encoder over S and the rescorers over T, and the
+            conversion's time grows faster than the steps (about four
+            times per doubling), so a longer one would not convert in
+            useful time.
         text: A `TextSpec`, or None: `TextSpec()` with the shortcuts
             passed. The file reads ids, not text: the spec is recorded in
             `vocabulary.json` for its clients.
@@ -219,8 +239,10 @@ def export_litert(
 
     Raises:
         ValueError: An argument is out of range (named, with its value and
-            what is allowed), the beam is wider than the target vocabulary,
-            or a shortcut is passed with its spec, before any conversion; or
+            what is allowed; a length above `MAX_LITERT_UNROLLED_LENGTH`
+            included), the beam is wider than the
+            target vocabulary, or a shortcut is passed with its spec, before
+            any conversion; or
             the model holds an op that LiteRT has no builtin for. A failed
             export leaves the files at `path` and beside it as they were.
         TypeError: `path` is not a path.
@@ -244,6 +266,18 @@ def export_litert(
         },
     )
     check_beam_width_fits(decoding.beam_width, model.target_vocabulary_size)
+    check_unrollable(
+        model,
+        decoding,
+        {
+            field: field
+            for field, value in (
+                ("max_source_length", max_source_length),
+                ("max_target_length", max_target_length),
+            )
+            if value is not UNSET
+        },
+    )
     lengths = check_buckets(buckets, decoding.max_source_length, decoding.max_target_length)
     lengths[SIGNATURE] = (decoding.max_source_length, decoding.max_target_length)
     text = spec_with_shortcuts(
@@ -308,6 +342,46 @@ def export_litert(
     )
     write_atomically(path, content)
     return vocabulary
+
+
+def check_unrollable(
+    model: DecodableModel, decoding: DecodingSpec, typed: dict[str, str]
+) -> None:
+    """Refuse, before any work, a length the file would unroll past
+    `MAX_LITERT_UNROLLED_LENGTH`: `max_source_length` (the encoder's
+    steps), and `max_target_length` for a model whose right-to-left members
+    rescore (their decoder's steps); the conversion would not finish in
+    useful time.
+
+    Args:
+        model: The model exported.
+        decoding: The export's `DecodingSpec`.
+        typed: Field name -> the keyword that set it; a field missing here
+            came with `decoding` (the message then names
+            `decoding.<field>`).
+
+    Raises:
+        ValueError: A length is above the bound, named as the caller set
+            it, with the reason.
+    """
+    unrolled = {"max_source_length": "its encoder over every source step"}
+    if isinstance(model, Seq2SeqEnsemble) and model.rescorers():
+        unrolled["max_target_length"] = (
+            "its right-to-left rescorers' decoder over every target step"
+        )
+    for field, what in unrolled.items():
+        length = getattr(decoding, field)
+        if length <= MAX_LITERT_UNROLLED_LENGTH:
+            continue
+        name = typed.get(field, f"decoding.{field}")
+        raise ValueError(
+            f"Argument `{name}` must be at most {MAX_LITERT_UNROLLED_LENGTH} for "
+            f"a LiteRT export of this model: the file unrolls {what}, and the "
+            "conversion's time grows faster than the steps (about four times per "
+            "doubling), so a longer one would not convert in useful time. Cut the "
+            "sequences to a shorter length, or serve long ones with "
+            f"`export_serving`, which loops. Received: {name}={length!r}"
+        )
 
 
 def check_buckets(

@@ -14,7 +14,7 @@ from kerasrnn_pipelines import edit_distance, encoder_decoder
 from kerasrnn_pipelines.cli import main
 from kerasrnn_pipelines.tasks import g2p
 from kerasrnn_pipelines.tasks.options.g2p_config import G2PConfig
-from tests.isolated import PROJECT, last_json, run_without
+from tests.isolated import CLIENT_WITHOUT, PROJECT, last_json, run_without
 
 
 @pytest.mark.parametrize(
@@ -277,7 +277,7 @@ def test_quick_run_beats_its_baseline_writes_outputs_and_serves_without_kerasrnn
         sys.argv = ["g2p_litert.py", {str(out)!r}, "Hello", "", "naïve-42", "x" * 300]
         runpy.run_path("examples/g2p_litert.py", run_name="__main__")
         """
-    completed = run_without(PROJECT + ("tensorflow",), client, check=False)
+    completed = run_without(CLIENT_WITHOUT, client, check=False)
     assert completed.returncode == 1, completed.stderr[-2000:]
     longest = json.loads((out / "vocabulary.json").read_text())["max_source_length"]
     assert completed.stderr.splitlines() == [f"{'x' * 300}: longer than {longest} letters"]

@@ -1,8 +1,9 @@
-"""The LiteRT export of encoder–decoders, run in a process that can import
-neither TensorFlow nor kerasrnn: its answers against `beam_search_decode`
+"""The LiteRT export of encoder–decoders, run as the example client runs it,
+in a process that can import neither TensorFlow nor Keras: its answers against `beam_search_decode`
 on small trained models, its contract read back from the file, and the
 arguments it refuses."""
 
+import dataclasses
 import functools
 import json
 import pathlib
@@ -16,8 +17,12 @@ from tensorflow.lite.python import schema_py_generated as schema
 import kerasrnn
 from kerasrnn import seq2seq
 from kerasrnn.export.converter import count_litert_loop_operators, count_litert_operators
-from kerasrnn.export.seq2seq_litert import looped_beam_search
-from tests.isolated import PROJECT, last_json, run_without
+from kerasrnn.export.seq2seq_litert import (
+    MAX_LITERT_UNROLLED_LENGTH,
+    check_unrollable,
+    looped_beam_search,
+)
+from tests.isolated import CLIENT_WITHOUT, last_json, run_without
 from tests.kerasrnn.seq2seq.sharpened import scaled_outputs
 
 CLIENT = pathlib.Path(__file__).resolve().parents[3] / "examples" / "g2p_litert.py"
@@ -219,7 +224,7 @@ def exported(tmp_path_factory):
         }
     (directory / "jobs.json").write_text(json.dumps(jobs))
     contracts = last_json(
-        run_without(PROJECT + ("tensorflow",), RUNNER, directory / "jobs.json", CLIENT)
+        run_without(CLIENT_WITHOUT, RUNNER, directory / "jobs.json", CLIENT)
     )
     outputs = {
         name: {key: dict(np.load(path)) for key, path in job["outputs"].items()}
@@ -467,6 +472,68 @@ def test_bad_arguments_are_refused_before_conversion(small, tmp_path, change, er
     with pytest.raises(error, match=f"`{named}`.*Received"):
         seq2seq.export_litert(model, tmp_path / "model.tflite", source, target, **arguments)
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.fixture(scope="module")
+def rescored():
+    """An untrained ensemble whose right-to-left member rescores the beam."""
+    keras.utils.set_random_seed(1)
+    return seq2seq.Seq2SeqEnsemble(
+        [member("luong"), member("luong", target_order="right_to_left")],
+        rescoring_weight=0.5,
+    )
+
+
+#: (the model's fixture, the length passed, what the file would unroll over it).
+TOO_LONG_TO_UNROLL = [
+    ("small", "max_source_length", "its encoder over every source step"),
+    ("rescored", "max_source_length", "its encoder over every source step"),
+    (
+        "rescored",
+        "max_target_length",
+        "its right-to-left rescorers' decoder over every target step",
+    ),
+]
+
+
+@pytest.mark.parametrize("length", [MAX_LITERT_UNROLLED_LENGTH + 1, 2**16])
+@pytest.mark.parametrize("passed_as", ["keyword", "decoding"])
+@pytest.mark.parametrize(("fixture", "field", "unrolled"), TOO_LONG_TO_UNROLL)
+def test_a_length_too_long_to_unroll_is_refused_before_conversion(
+    request, small, tmp_path, length, passed_as, fixture, field, unrolled
+):
+    """The file unrolls the encoder over the source, and a rescorer over the
+    answer: a length above the bound would convert for hours, so it is
+    refused at once, named as the caller passed it, with the reason."""
+    model = request.getfixturevalue(fixture) if fixture == "rescored" else small[0]
+    _, source, target = small
+    if passed_as == "decoding":
+        arguments = {"decoding": seq2seq.DecodingSpec(**{field: length})}
+        named = f"decoding.{field}"
+    else:
+        arguments = {field: length}
+        named = field
+    with pytest.raises(ValueError) as refused:
+        seq2seq.export_litert(model, tmp_path / "model.tflite", source, target, **arguments)
+    message = str(refused.value)
+    assert message.startswith(
+        f"Argument `{named}` must be at most 128 for a LiteRT export of this model: "
+        f"the file unrolls {unrolled}, "
+    )
+    assert message.endswith(f"Received: {named}={length}")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_bound_holds_where_the_file_unrolls(small, rescored):
+    """128 passes the check; a model without rescorers unrolls nothing over
+    the answer, so any `max_target_length` the spec allows passes."""
+    longest = seq2seq.DecodingSpec(
+        max_source_length=MAX_LITERT_UNROLLED_LENGTH, max_target_length=MAX_LITERT_UNROLLED_LENGTH
+    )
+    check_unrollable(rescored, longest, {})
+    check_unrollable(small[0], dataclasses.replace(longest, max_target_length=2**16), {})
+    with pytest.raises(ValueError, match="Received: decoding.max_target_length=129$"):
+        check_unrollable(rescored, dataclasses.replace(longest, max_target_length=129), {})
 
 
 def test_bad_models_paths_and_vocabularies_are_refused(small, tmp_path):
