@@ -54,6 +54,12 @@ except in a `--quick` run, whose file holds `serving_default` alone);
 `litert_bytes` and its `litert_test_wer` and `litert_test_per` (stress
 removed), computed through the LiteRT interpreter.
 
+With `--members RUN_DIR ...` nothing trains: the finished runs' models
+are assembled into one `Seq2SeqEnsemble` (`mixture`: left-to-right models
+mixed, right-to-left ones rescoring), which the run decodes, saves,
+exports and scores as above; `metrics.json` adds `members`, each run's
+record. `--teacher` takes several runs, which teach as that mixture.
+
 Besides the epoch lines and the summary, a run prints what it trains and
 where its outputs go before training, and a line before each export and
 before decoding the test words (`kerasrnn_pipelines.console.progress`).

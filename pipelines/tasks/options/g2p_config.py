@@ -252,7 +252,8 @@ class G2PConfig(Seq2SeqConfig):
                     "argument --members: an assembly trains nothing, its "
                     "members' own options hold; received --members with "
                     f"{flag(field.name)} {getattr(self, field.name)} (drop "
-                    f"{flag(field.name)}{', and --quick' if self.quick else ''})"
+                    f"{flag(field.name)}{', --quick' if self.quick else ''}"
+                    f"{', --preset' if self.preset else ''})"
                 )
 
     def distillation(self) -> tuple[float, float]:
@@ -354,9 +355,9 @@ def check_runs(argument: str, directories: tuple[str, ...], out: str) -> dict[st
             if tokens[key] != first_tokens[key]:
                 raise ConfigError(
                     f"argument {argument}: {directory!r} knows other {what} than "
-                    f"{first!r} ({len(tokens[key])} against {len(first_tokens[key])}): "
-                    "its models are mixed token by token (pass runs of one "
-                    "--limit and --seed)"
+                    f"{first!r} ({len(tokens[key])} against {len(first_tokens[key])}, "
+                    "in their vocabulary.json): its models are mixed token by token "
+                    "(pass runs of one --limit and --seed)"
                 )
     return runs
 
@@ -395,11 +396,6 @@ def check_words(directory: str, metrics: dict[str, Any], config: "G2PConfig") ->
                 f"this assembly reads {name}={getattr(config, name)}: other words "
                 f"(pass {shown}, or another run)"
             )
-
-
-def read_teacher_metrics(teacher: str) -> dict[str, Any]:
-    """`read_run_metrics(teacher, "--teacher")`."""
-    return read_run_metrics(teacher, "--teacher")
 
 
 def read_run_metrics(directory_name: str, argument: str) -> dict[str, Any]:
