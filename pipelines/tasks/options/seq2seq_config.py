@@ -80,7 +80,8 @@ class Seq2SeqConfig(LiteRTConfig):
         non_negative_int,
         "also train N encoder-decoders that read the target right to left; "
         "they rescore the beam's hypotheses: score plus 0.5 times their "
-        "log-probability (so N > 0 needs --beam-width 2 or more)",
+        "log-probability (so N > 0 needs --beam-width 2 or more, except with "
+        "--ensemble 0, where the one model reads right to left and decodes)",
     )
     label_smoothing: float = option(
         0.0,
