@@ -24,6 +24,13 @@ fingerprint (the training-relevant options) in `run.json`:
   every other file stays. A user's entry under a name a run writes (a
   `backup/` of their own, a `run.json` no run wrote) is never removed:
   the directory is refused, whatever the options, and left as it was.
+- A claim writes nothing but its lock: the run is begun (what
+  `--restart` or `--overwrite` discards removed, `run.json` written) by
+  its first write, `RunDirectory.start_staging`, once its data are
+  loaded. A command refused or stopped before that (a dataset not on
+  disk, a teacher that does not fit, a backup of another run) leaves the
+  directory as it found it: the lock file and any folder the claim made
+  are removed again when the claim is released.
 - A run writes its `run.json` before anything else and is begun only
   where no working file's name is taken by someone else's entry, so the
   working files beside a record are its run's. A final output is never
@@ -187,6 +194,10 @@ class RunDirectory:
         chief: Whether this process writes the run's outputs.
         work_dir: Where this process writes while training: `path` on the
             chief, a scratch directory on the other workers.
+        made: What the claim created that the run has not used yet: the
+            lock file and the folders of `path` it made, outermost first;
+            `release` removes them where the run never started.
+        started: Whether the run began writing (`start_staging`).
     """
 
     def __init__(
@@ -196,12 +207,20 @@ class RunDirectory:
         fingerprint: dict[str, Any],
         lock: TextIO | None,
         chief: bool,
+        made: Iterable[pathlib.Path] = (),
     ) -> None:
         self.path = path
         self.task = task
         self.fingerprint = fingerprint
         self.lock = lock
         self.chief = chief
+        self.made = list(made)
+        self.started = False
+        # What `start_staging` does first on the chief: the run whose
+        # files it discards (`--restart`, or another task's under
+        # `--overwrite`), and the outputs of this run already in place.
+        self.replaced: dict[str, Any] | None = None
+        self.outputs_in_place: set[str] = set()
         self.work_dir = (
             path
             if chief
@@ -241,7 +260,20 @@ class RunDirectory:
         return self.work_dir / name
 
     def start_staging(self) -> pathlib.Path:
-        """An empty `staging_dir` (a killed run's leftovers removed)."""
+        """Begin the run, once, and return an empty `staging_dir` (a killed
+        run's leftovers removed).
+
+        The run's first write: on the chief it first discards the run
+        `--restart` or `--overwrite` replaces and records this one
+        (`begin`). Later calls return the same folder, untouched.
+        """
+        if self.started:
+            return self.staging_dir
+        self.started = True
+        if self.chief:
+            if self.replaced is not None:
+                self.discard(self.replaced)
+            self.begin(self.outputs_in_place)
         durable.remove(self.staging_dir)
         self.staging_dir.mkdir(parents=True)
         return self.staging_dir
@@ -259,7 +291,8 @@ class RunDirectory:
                 run wrote (its record does not list it); nothing was
                 renamed, the outputs stay staged and the backup in place.
         """
-        outputs = [entry.name for entry in self.staging_dir.iterdir()]
+        # Begun already by the run's first write, unless it wrote nothing.
+        outputs = [entry.name for entry in self.start_staging().iterdir()]
         ours = listed_outputs(read_record(self.path))
         taken = [
             name
@@ -310,10 +343,22 @@ class RunDirectory:
         )
 
     def release(self) -> None:
-        """Give up the lock (the end of the process does it too)."""
-        if self.lock is not None:
-            self.lock.close()
-            self.lock = None
+        """Give up the lock (the end of the process does it too); where the
+        run never started, first remove what the claim made (`made`), so
+        that the directory is as the claim found it."""
+        if self.lock is None:
+            return
+        if not self.started:
+            for made in reversed(self.made):
+                try:
+                    if made.is_dir():
+                        made.rmdir()
+                    else:
+                        made.unlink()
+                except OSError:
+                    break  # a folder someone else wrote into stays
+        self.lock.close()
+        self.lock = None
 
     def __enter__(self) -> Self:
         return self
@@ -515,6 +560,7 @@ def claim_run_directory(
     wanted = normalised(fingerprint)
     chief = is_chief_process(strategy)
     lock, created = None, False
+    missing = [folder for folder in (path, *path.parents) if not folder.exists()][::-1]
     try:
         if chief:
             path.mkdir(parents=True, exist_ok=True)
@@ -548,7 +594,8 @@ def claim_run_directory(
             if created:
                 (path / LOCK).unlink()
             raise RunDirectoryError(problem)
-        directory = RunDirectory(path, task, wanted, lock, chief)
+        made = [*missing, path / LOCK] if created else missing
+        directory = RunDirectory(path, task, wanted, lock, chief, made)
         if not chief:
             return directory
         # The chief took the lock above.
@@ -556,15 +603,14 @@ def claim_run_directory(
         name_holder(lock)
         if is_run_record(record) and (restart or record["task"] != task):
             # This task's run under --restart, or another task's under
-            # --overwrite (`refusal` let nothing else through).
-            directory.discard(record)
+            # --overwrite (`refusal` let nothing else through), discarded
+            # when the run starts.
+            directory.replaced = record
             directory.complete = False
-            directory.begin()
         elif directory.complete:
             directory.remove_leftovers()
-        else:
-            ours = directory.owns(record)
-            directory.begin(listed_outputs(record) if ours else ())
+        elif directory.owns(record):
+            directory.outputs_in_place = listed_outputs(record)
         return directory
     except BaseException:
         if lock is not None:

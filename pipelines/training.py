@@ -79,8 +79,9 @@ class RunContext:
     Attributes:
         is_chief: Whether this process writes the run's outputs (not so on
             workers other than 0 of a multi-worker run).
-        write_dir: Where final outputs go (emptied here) until `run_task`
-            renames them into the run directory together.
+        write_dir: Where final outputs go until `run_task` renames them
+            into the run directory together; its first use begins the run
+            in its directory (`RunDirectory.start_staging`).
     """
 
     def __init__(
@@ -93,12 +94,18 @@ class RunContext:
         self.strategy = strategy
         self.directory = run_directory
         self.is_chief = run_directory.chief
-        self.write_dir = run_directory.start_staging()
         self.backup = TrainingBackup(
             run_directory.backup_dir,
             run_directory.task,
             run_directory.fingerprint,
         )
+
+    @property
+    def write_dir(self) -> pathlib.Path:
+        """The run directory's staging folder, the run begun at first use:
+        a task that stops before it (its data missing, say) writes
+        nothing."""
+        return self.directory.start_staging()
 
     @property
     def replicas(self) -> int:
@@ -268,6 +275,9 @@ def resume(
     """
     with strategy.scope():
         start = backup.restore(model)
+    # The run's first write: a backup of another run or none usable stops
+    # the command above with the directory as it was.
+    run_directory.start_staging()
     raw = run_directory.working_file(layout.RAW_HISTORY)
     good = run_directory.working_file(layout.LAST_GOOD)
     if start == 0:

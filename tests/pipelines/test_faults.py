@@ -90,6 +90,8 @@ def test_the_command_line_reports_a_missing_dataset(
         "is not on disk" in error
     )
     assert "--data embedded" not in error
+    # Stopped before its first write, the run leaves no directory behind.
+    assert not (tmp_path / "translate").exists()
 
 
 def claim(path):

@@ -30,8 +30,10 @@ from tests.pipelines.conftest import read_metrics
 FINGERPRINT = {"units": 8, "learning_rate": 0.001, "seed": 0}
 
 
-def claim(path, task="forecast", fingerprint=FINGERPRINT, **flags):
-    return claim_run_directory(
+def claim(path, task="forecast", fingerprint=FINGERPRINT, *, start=True, **flags):
+    """A claim of `path`; with `start`, the run begun too, as its first
+    write (`start_staging`) begins it."""
+    directory = claim_run_directory(
         path,
         task,
         fingerprint,
@@ -40,6 +42,9 @@ def claim(path, task="forecast", fingerprint=FINGERPRINT, **flags):
         strategy=flags.get("strategy", "default"),
         outputs=flags.get("outputs"),
     )
+    if start and not directory.complete:
+        directory.start_staging()
+    return directory
 
 
 def snapshot(path):
@@ -210,6 +215,7 @@ def test_overwrite_removes_what_another_tasks_run_wrote_and_keeps_other_files(
     assert not directory.complete
     assert sorted(entry.name for entry in tmp_path.iterdir()) == [
         ".lock",
+        ".outputs.partial",
         "notes.txt",
         "run.json",
     ]
@@ -327,6 +333,7 @@ def test_overwrite_never_discards_a_run_of_this_task_and_restart_does(tmp_path):
         ).release()
         assert sorted(entry.name for entry in tmp_path.iterdir()) == [
             ".lock",
+            ".outputs.partial",
             "notes.txt",
             "run.json",
         ]
@@ -377,6 +384,7 @@ def test_a_commit_puts_every_output_in_place_before_the_backup_goes(
     assert not directory.complete
     assert sorted(entry.name for entry in tmp_path.iterdir()) == [
         ".lock",
+        ".outputs.partial",
         "run.json",
     ]
 
@@ -392,6 +400,7 @@ def test_a_discard_removes_only_entries_of_the_directory(tmp_path):
     assert (tmp_path / "precious").read_text() == "kept"
     assert sorted(entry.name for entry in out.iterdir()) == [
         ".lock",
+        ".outputs.partial",
         "run.json",
     ]
 
@@ -440,6 +449,7 @@ def test_a_run_killed_while_committing_keeps_its_outputs_listed(tmp_path):
     claim(tmp_path, restart=True).release()
     assert sorted(entry.name for entry in tmp_path.iterdir()) == [
         ".lock",
+        ".outputs.partial",
         "run.json",
     ]
 
@@ -705,9 +715,17 @@ OUTPUT_OPTIONS = {
     "translate": {"litert_quantize", "beam_width", "length_penalty"},
 }
 
-#: g2p's distillation options: its training reads them, and its
-#: fingerprint holds them whenever --teacher is given.
-DISTILLATION = {"teacher", "distillation_weight", "distillation_temperature", "unlabelled_words"}
+#: g2p's options that its fingerprint holds only when given (a teacher
+#: and its distillation, an assembly's members, another precision), so
+#: that runs recorded before they existed keep their fingerprint.
+G2P_WHEN_GIVEN = {
+    "teacher": ("teacher-run",),
+    "distillation_weight": 0.3,
+    "distillation_temperature": 3.0,
+    "unlabelled_words": 10,
+    "members": ("one-run", "another-run"),
+    "precision": "mixed_bfloat16",
+}
 
 
 def test_every_option_left_out_of_training_is_run_handling_or_an_output_option():
@@ -719,11 +737,17 @@ def test_every_option_left_out_of_training_is_run_handling_or_an_output_option()
             for field in dataclasses.fields(config_class)
             if not option_spec(config_class, field.name)["training"]
         }
-        distillation = DISTILLATION if task == "g2p" else set()
-        assert not_training == RUN_HANDLING | OUTPUT_OPTIONS[task] | distillation, task
+        when_given = set(G2P_WHEN_GIVEN) if task == "g2p" else set()
+        assert not_training == RUN_HANDLING | OUTPUT_OPTIONS[task] | when_given, task
         assert set(config_class().output_options()) == OUTPUT_OPTIONS[task], task
-    student = load_config_class("g2p")(teacher="teacher-run", unlabelled_words=10)
-    assert DISTILLATION <= set(student.fingerprint())
+    g2p = load_config_class("g2p")
+    for given in (
+        {name: G2P_WHEN_GIVEN[name] for name in ("teacher", "distillation_weight",
+                                                 "distillation_temperature", "unlabelled_words")},
+        {"members": G2P_WHEN_GIVEN["members"]},
+        {"precision": G2P_WHEN_GIVEN["precision"]},
+    ):
+        assert set(given) <= set(g2p(**given).fingerprint())
 
 
 def another_value(config_class, name, value):
@@ -844,3 +868,27 @@ def test_a_finished_g2p_run_asked_for_another_decoding_is_refused_and_kept(tmp_p
         assert contents(out) == finished
     assert cli.main([*TINY_G2P, "--beam-width", "2", "--out", str(out)]) == 0
     assert f"the run in {out} is already complete" in capsys.readouterr().out
+
+
+def test_a_run_that_stops_before_its_first_write_leaves_the_directory_as_it_was(tmp_path):
+    # A new --out, folders and all, is gone again.
+    new = tmp_path / "new" / "run"
+    claim(new, start=False).release()
+    assert list(tmp_path.iterdir()) == []
+    # Another task's run under --overwrite, and this task's under
+    # --restart, are discarded only when the run starts.
+    for task, flags in (("g2p", {"overwrite": True}), ("forecast", {"restart": True})):
+        out = tmp_path / task
+        finished_run(out, task=task)
+        (out / "notes.txt").write_text("the user's own file")
+        before = contents(out)
+        directory = claim(out, start=False, **flags)
+        assert contents(out) == {**before, ".lock": f"{os.getpid()}\n".encode()}
+        directory.release()
+        assert contents(out) == before
+    # The same holds for an unfinished run of this task, resumed.
+    out = tmp_path / "unfinished"
+    unfinished_run(out)
+    before = contents(out)
+    claim(out, start=False).release()
+    assert contents(out) == before
