@@ -22,6 +22,18 @@ ATTENTIONS = ("bahdanau", "luong")
 #: allocated before the first step.
 MAX_DECODE_LENGTH = 2**16
 
+#: The longest source a seq2seq LiteRT export reads (`max_source_length`),
+#: and the longest answer of a model whose right-to-left members rescore
+#: the beam (`max_target_length`). The file unrolls the encoder over every
+#: source step, and a rescorer's teacher-forced decoder over every target
+#: step, each step's operators held in the file; the converter's time grows
+#: faster than the steps, about four times per doubling at these lengths:
+#: minutes at this bound on two CPU cores (Deploying's "Lengths" section
+#: gives the measurements). The beam search's own loop is not unrolled: a
+#: model without rescorers takes any `max_target_length` up to
+#: `MAX_DECODE_LENGTH`.
+MAX_LITERT_UNROLLED_LENGTH = 128
+
 #: The largest GNMT length penalty α of beam search: ((5 + L)/6)^α stays
 #: below 2.1e32 for every length L up to the decoders' most steps (65536,
 #: `MAX_DECODE_LENGTH`), so that scores neither

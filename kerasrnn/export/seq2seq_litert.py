@@ -97,6 +97,7 @@ from typing import Any
 
 import tensorflow as tf
 
+from kerasrnn.allowed import MAX_LITERT_UNROLLED_LENGTH
 from kerasrnn.export.converter import (
     check_litert_path,
     check_quantize,
@@ -140,18 +141,6 @@ SIGNATURE = "serving_default"
 
 #: The file written beside the `.tflite`.
 VOCABULARY_FILE = "vocabulary.json"
-
-#: The longest source a LiteRT export reads (`max_source_length`), and the
-#: longest answer of a model whose right-to-left members rescore the beam
-#: (`max_target_length`). The file unrolls the encoder over every source
-#: step, and a rescorer's teacher-forced decoder over every target step,
-#: each step's operators held in the file; the converter's time grows
-#: faster than the steps, about four times per doubling at these lengths:
-#: minutes at this bound on two CPU cores (Deploying's "Lengths" section
-#: gives the measurements). The beam search's own loop is not unrolled: a
-#: model without rescorers takes any `max_target_length` `DecodingSpec`
-#: allows.
-MAX_LITERT_UNROLLED_LENGTH = 128
 
 
 def bucket_signature(source_length: int) -> str:

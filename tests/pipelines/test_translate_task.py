@@ -42,15 +42,15 @@ def test_bad_options_are_refused_at_the_command_line(capsys):
     with pytest.raises(SystemExit):
         parse_config(["translate", "--vocabulary-size", "0"])
     assert "must be a positive integer; received '0'" in capsys.readouterr().err
-    # A translation is up to --max-length words and <end>: 65,536 tokens,
-    # the decoders' bound, at most.
+    # A translation is up to --max-length words and <end>: 128 tokens, the
+    # most the LiteRT export unrolls, at most.
     with pytest.raises(SystemExit):
-        parse_config(["translate", "--max-length", "65536"])
+        parse_config(["translate", "--max-length", "128"])
     assert (
-        "argument --max-length: must be an integer in [1, 65535]; received '65536'"
-        in capsys.readouterr().err
-    )
-    assert parse_config(["translate", "--max-length", "65535"]).max_length == 65535
+        "argument --max-length: must be an integer in [1, 127] (the run's LiteRT file unrolls "
+        "its encoder over that many words); received '128'"
+    ) in capsys.readouterr().err
+    assert parse_config(["translate", "--max-length", "127"]).max_length == 127
 
 
 def test_error_rates_hand_worked_on_words():

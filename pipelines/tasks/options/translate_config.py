@@ -26,12 +26,15 @@ LANGUAGE_PAIRS = (
     ("tr", "en"),
 )
 
-#: `--max-length`: a translation holds at most that many words and `<end>`,
-#: which the decoders bound at `kerasrnn.allowed.MAX_DECODE_LENGTH` tokens.
+#: `--max-length`: the run's LiteRT file reads sources of that many words and
+#: answers of that many and `<end>`, which it unrolls for a run with
+#: right-to-left rescorers: `kerasrnn.allowed.MAX_LITERT_UNROLLED_LENGTH`
+#: bounds both, so that the export after training cannot be refused.
 sentence_length = number_type(
-    f"an integer in [1, {allowed.MAX_DECODE_LENGTH - 1}]",
+    f"an integer in [1, {allowed.MAX_LITERT_UNROLLED_LENGTH - 1}] (the run's LiteRT file "
+    "unrolls its encoder over that many words)",
     int,
-    lambda v: 0 < v < allowed.MAX_DECODE_LENGTH,
+    lambda v: 0 < v < allowed.MAX_LITERT_UNROLLED_LENGTH,
 )
 
 #: `--data` value -> (source, target) feature keys.
