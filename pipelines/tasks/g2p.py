@@ -350,8 +350,7 @@ def draw_test_alignments(
     ]
     source = tf.ragged.constant([letters.encode(w) for w in picked], tf.int32).to_tensor(0)
     result = seq2seq.beam_search_decode(
-        model, source, decoding.beam_width, decoding.max_target_length,
-        decoding.length_penalty, return_alignments=True,
+        model, source, decoding=decoding, return_alignments=True
     )
     outputs = [phonemes.decode(row) for row in result.sequences[:, 0].numpy()]
     # Asked for with return_alignments=True.
