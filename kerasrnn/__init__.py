@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 from kerasrnn.first_import import around_first_import
 from kerasrnn.native_output import hold_back_tensorflow_start_up
 from kerasrnn.optional_tensorflow import import_tensorflow
+from kerasrnn.versions import warn_if_untested
 
 if TYPE_CHECKING:
     from kerasrnn import bptt, seq2seq
@@ -56,6 +57,7 @@ if TYPE_CHECKING:
 # shows), and TensorFlow's log level is left as it is
 # (`kerasrnn.native_output`).
 hold_back_tensorflow_start_up()
+warn_if_untested()
 
 #: Module -> the public names it defines.
 _DEFINED_IN = {
