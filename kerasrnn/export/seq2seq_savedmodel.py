@@ -309,9 +309,7 @@ class StringSeq2Seq(tf.Module):
             - `output_lengths`, `input_lengths` `(batch,)` int32.
         """
         result = beam_search_decode(
-            self.model, source, self.decoding.beam_width,
-            self.decoding.max_target_length, self.decoding.length_penalty,
-            return_alignments=self.with_attention,
+            self.model, source, decoding=self.decoding, return_alignments=self.with_attention
         )
         sequences = result.sequences
         # The tokens before <end> are the hypothesis (padding, <start> and
