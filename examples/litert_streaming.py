@@ -66,7 +66,7 @@ def open_model(path):
         raise Refused(f"{path} is a folder; MODEL is a .tflite file")
     try:
         interpreter = Interpreter(model_path=path)
-    except ValueError as error:
+    except (ValueError, RuntimeError) as error:
         # LiteRT's message runs two sentences together without a space.
         reason = str(error).split(".The model")[0]
         raise Refused(f"{path} is not a LiteRT model it can read ({reason})") from None
