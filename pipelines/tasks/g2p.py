@@ -425,8 +425,7 @@ class FinishedRun(NamedTuple):
     Attributes:
         models: Its `Seq2Seq` models: the one, or an ensemble's members.
         record: What this run's `metrics.json` says of it: `run` (the
-            directory as typed), its `TEACHER_FIGURES`, and `members`, the
-            number of its models.
+            directory as typed) and its `TEACHER_FIGURES`.
         args: Its `metrics.json`'s `args`.
     """
 
@@ -489,11 +488,7 @@ def load_finished_run(
                 f"or another {argument})."
             )
     models = list(model.members) if isinstance(model, seq2seq.Seq2SeqEnsemble) else [model]
-    record = {
-        "run": directory_name,
-        **{name: metrics[name] for name in TEACHER_FIGURES},
-        "members": len(models),
-    }
+    record = {"run": directory_name, **{name: metrics[name] for name in TEACHER_FIGURES}}
     return FinishedRun(models, record, metrics["args"])
 
 
@@ -711,8 +706,9 @@ def assembled_model(
     into this run, which trains nothing.
 
     Returns:
-        `(model, record)`: `record` is `{"members": [each run's record]}`
-        for `metrics.json`.
+        `(model, record)`: `record` is `{"members": [...]}` for
+        `metrics.json`: each run's record with `members`, its number of
+        models.
     """
     runs = [
         load_finished_run(directory, "--members", letters, phonemes, config.stress, context)
@@ -727,7 +723,7 @@ def assembled_model(
         f"{model.count_params():,} parameters",
         context.is_chief,
     )
-    return model, {"members": [run.record for run in runs]}
+    return model, {"members": [{**run.record, "members": len(run.models)} for run in runs]}
 
 
 def run(config: G2PConfig, context: RunContext) -> dict[str, Any]:
