@@ -530,8 +530,8 @@ def native_stderr_discarded():
     """File descriptor 2 sent to the null device inside the block: LiteRT
     announces its environment and XNNPACK there from C++ as it compiles a
     model, which `sys.stderr` cannot catch. Its failures reach Python as
-    exceptions, with their message. (kerasrnn's `native_output` holds such
-    output back; the client runs where kerasrnn is not installed.)"""
+    exceptions, with their message, so a refusal stays one line: unlike
+    `kerasrnn.native_output.held_back_stderr`, nothing is shown on failure."""
     sys.stderr.flush()
     saved = os.dup(2)
     try:

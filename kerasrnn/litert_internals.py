@@ -3,10 +3,11 @@
 The exporters edit what LiteRT's converter writes in the schema's object
 API (`ModelT`, `SubGraphT`, `OperatorT`, ...), which `ai_edge_litert`, the
 runtime the `litert` extra installs, ships as the generated module
-`ai_edge_litert.schema_py_generated` (TensorFlow's copy,
-`tensorflow.lite.python.schema_py_generated`, is private to TensorFlow).
+`ai_edge_litert.schema_py_generated`; where that extra is not installed,
+TensorFlow's private copy (`kerasrnn.tensorflow_internals.lite_schema`)
+serves instead, so that exporting needs TensorFlow only.
 `tests/kerasrnn/test_litert_internals.py` checks every name the exporters
-use, naming it and the `ai_edge_litert` version when a release moves or
+use in both copies, naming it and the version when a release moves or
 changes it.
 
 - `schema`: the generated module;
@@ -22,11 +23,10 @@ import flatbuffers  # type: ignore[import-untyped]
 
 try:
     from ai_edge_litert import schema_py_generated as schema
-except ImportError as error:  # the runtime is an extra
-    raise ImportError(
-        "kerasrnn's LiteRT export reads LiteRT's flatbuffer schema from the "
-        "ai-edge-litert package: pip install 'kerasrnn[litert]'"
-    ) from error
+except ImportError:
+    # The runtime is an extra; without it, the export still runs on the
+    # copy of the same generated module that TensorFlow's converter uses.
+    from kerasrnn.tensorflow_internals import lite_schema as schema
 
 __all__ = ["FILE_IDENTIFIER", "parsed", "schema", "serialized"]
 

@@ -15,9 +15,15 @@ and the TensorFlow version when a release moves or changes it.
   TensorFlow runs it only under XLA, LiteRT has it as the builtin
   `DYNAMIC_UPDATE_SLICE`; the LiteRT loops write each step's output into
   their history with it. `tf.raw_ops` does not list XLA's ops.
+- `lite_schema` (`tensorflow.lite.python.schema_py_generated`): LiteRT's
+  flatbuffer schema as TensorFlow's converter writes it. kerasrnn reads the
+  schema from `ai_edge_litert` where the `litert` extra installs it, and
+  from this copy otherwise, so that a LiteRT export needs TensorFlow only
+  (`kerasrnn/litert_internals.py`).
 """
 
 from tensorflow.compiler.tf2xla.python.xla import dynamic_update_slice
+from tensorflow.lite.python import schema_py_generated as lite_schema
 from tensorflow.python.framework.convert_to_constants import convert_variables_to_constants_v2
 
-__all__ = ["convert_variables_to_constants_v2", "dynamic_update_slice"]
+__all__ = ["convert_variables_to_constants_v2", "dynamic_update_slice", "lite_schema"]

@@ -1,5 +1,6 @@
 """The names of LiteRT's flatbuffer schema kerasrnn's exporters use are
-still in `ai_edge_litert.schema_py_generated`, read through
+still in `ai_edge_litert.schema_py_generated` and in TensorFlow's copy
+(read where ai-edge-litert is not installed), through
 kerasrnn/litert_internals.py, and a file it parses and serializes again
 still runs.
 
@@ -13,6 +14,7 @@ import pathlib
 import re
 
 import numpy as np
+import pytest
 
 
 def schema_names_used():
@@ -30,10 +32,23 @@ def schema_names_used():
     )
 
 
-def test_every_schema_name_the_exporters_use_exists():
-    from kerasrnn.litert_internals import schema
+def schema_copies():
+    """(name, version, module) of each copy of the schema the exporters may
+    read: ai-edge-litert's, and TensorFlow's where that is not installed."""
+    import tensorflow as tf
+    from ai_edge_litert import schema_py_generated
 
-    version = importlib.metadata.version("ai-edge-litert")
+    from kerasrnn.tensorflow_internals import lite_schema
+
+    return [
+        ("ai-edge-litert", importlib.metadata.version("ai-edge-litert"), schema_py_generated),
+        ("TensorFlow", tf.__version__, lite_schema),
+    ]
+
+
+@pytest.mark.parametrize("copy", [0, 1], ids=["ai_edge_litert", "tensorflow"])
+def test_every_schema_name_the_exporters_use_exists(copy):
+    owner, version, schema = schema_copies()[copy]
     used = schema_names_used()
     assert "ModelT.InitFromPackedBuf" in used and "BuiltinOperator.WHILE" in used
     missing = []
@@ -44,9 +59,17 @@ def test_every_schema_name_the_exporters_use_exists():
         if found is None:
             missing.append(name)
     assert not missing, (
-        f"ai-edge-litert {version}'s schema_py_generated has no {missing}, which "
+        f"{owner} {version}'s schema_py_generated has no {missing}, which "
         "kerasrnn's exporters read through kerasrnn/litert_internals.py"
     )
+
+
+def test_the_schema_is_read_from_the_litert_runtime_where_it_is_installed():
+    from ai_edge_litert import schema_py_generated
+
+    from kerasrnn import litert_internals
+
+    assert litert_internals.schema is schema_py_generated
 
 
 def test_a_parsed_and_serialized_file_runs_as_before():

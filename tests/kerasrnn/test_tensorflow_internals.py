@@ -100,3 +100,56 @@ def test_no_other_kerasrnn_module_imports_tensorflow_or_litert_privately():
         if private.match(line)
     ]
     assert offenders == [], offenders
+
+
+def test_lite_schema_is_tensorflow_s_generated_schema_module():
+    import tensorflow as tf
+
+    from kerasrnn.tensorflow_internals import lite_schema
+
+    assert lite_schema.__name__ == "tensorflow.lite.python.schema_py_generated", (
+        f"TensorFlow {tf.__version__} moved its LiteRT schema module, which "
+        "kerasrnn/tensorflow_internals.py imports as lite_schema"
+    )
+    assert lite_schema.BuiltinOperator.WHILE == 119
+
+
+@pytest.mark.slow
+def test_a_litert_export_runs_without_the_litert_runtime_installed(tmp_path):
+    """Without the `litert` extra, `export_litert` reads TensorFlow's copy of
+    the schema and writes a file whose answer is the model's; the file is
+    run here, in the test's own process, where the runtime is installed."""
+    from ai_edge_litert.interpreter import Interpreter
+
+    from tests.isolated import last_json, run_without
+
+    path = tmp_path / "affine.tflite"
+    completed = run_without(
+        ("ai_edge_litert",),
+        """
+        import json, sys
+        import keras
+        import numpy as np
+        import kerasrnn
+        from kerasrnn import litert_internals
+
+        keras.utils.set_random_seed(0)
+        model = keras.Sequential(
+            [keras.Input((3, 2)), keras.layers.RNN(kerasrnn.ElmanCell(4))]
+        )
+        kerasrnn.export_litert(model, sys.argv[1])
+        x = np.arange(12, dtype="float32").reshape(2, 3, 2) / 10
+        print(json.dumps({
+            "schema": litert_internals.schema.__name__,
+            "x": x.tolist(),
+            "y": model.predict(x, verbose=0).tolist(),
+        }))
+        """,
+        path,
+    )
+    result = last_json(completed)
+    assert result["schema"] == "tensorflow.lite.python.schema_py_generated"
+    runner = Interpreter(str(path)).get_signature_runner()
+    (name,) = runner.get_input_details()
+    (answer,) = runner(**{name: np.array(result["x"], "float32")}).values()
+    np.testing.assert_allclose(answer, result["y"], atol=1e-6)
