@@ -48,8 +48,9 @@ class Generation:
     """One backup generation: the directory `epoch-NNNNNN/` (N finished
     epochs) with `model.weights.h5` (the model's and the optimizer's
     variables) and `training_metadata.json` (`epoch`, the SHA-256 of the
-    weights file, the states of the model's random generators, and the
-    `task` and configuration `fingerprint` of the run that wrote it).
+    weights file, the states of the model's random generators, the
+    `training_seconds` its N epochs took over all sittings, and the `task`
+    and configuration `fingerprint` of the run that wrote it).
 
     Args:
         backup_dir: The `backup/` directory holding it.
@@ -64,9 +65,17 @@ class Generation:
         self.epoch = epoch
         self.directory = pathlib.Path(backup_dir) / f"epoch-{epoch:06d}"
 
-    def write(self, model: keras.Model, owner: dict[str, Any]) -> None:
+    def write(
+        self,
+        model: keras.Model,
+        owner: dict[str, Any],
+        training_seconds: float | None = None,
+    ) -> None:
         """Write it under a `.partial` name, then rename it into place in
-        one step: a kill leaves either all of it or none."""
+        one step: a kill leaves either all of it or none.
+
+        `training_seconds` (None: unknown, left out) is what its epochs
+        took, summed over the sittings that trained them."""
         partial = self.directory.with_name(f"{self.directory.name}.partial")
         # Left by a kill while this epoch was being written before.
         shutil.rmtree(partial, ignore_errors=True)
@@ -84,6 +93,11 @@ class Generation:
                         state.numpy().tolist()
                         for state in random_generator_states(model)
                     ],
+                    **(
+                        {}
+                        if training_seconds is None
+                        else {"training_seconds": round(training_seconds, 3)}
+                    ),
                     **owner,
                 }
             )
@@ -160,6 +174,13 @@ class TrainingBackup:
         task: The name of the task training.
         fingerprint: Its configuration fingerprint (JSON values).
         keep: Generations kept.
+
+    Attributes:
+        training_seconds: The seconds the finished epochs took, summed over
+            the sittings that trained them: what `restore` read, then what
+            the last `save` wrote. None before `restore`, and after
+            restoring a generation of an earlier release, which did not
+            record it (its run's time is then unknown).
     """
 
     def __init__(
@@ -172,6 +193,7 @@ class TrainingBackup:
         self.directory = pathlib.Path(directory)
         self.owner: dict[str, Any] = {"task": task, "fingerprint": fingerprint}
         self.keep = keep
+        self.training_seconds: float | None = None
 
     def generations(self) -> list[Generation]:
         """Every complete `Generation`, newest first."""
@@ -184,9 +206,13 @@ class TrainingBackup:
                 found.append(Generation(self.directory, int(match.group(1))))
         return sorted(found, key=lambda generation: -generation.epoch)
 
-    def save(self, model: keras.Model, epoch: int) -> None:
-        """Write the generation of `epoch` finished epochs; drop old ones."""
-        Generation(self.directory, epoch).write(model, self.owner)
+    def save(
+        self, model: keras.Model, epoch: int, training_seconds: float | None = None
+    ) -> None:
+        """Write the generation of `epoch` finished epochs, which took
+        `training_seconds` (None: unknown); drop old ones."""
+        Generation(self.directory, epoch).write(model, self.owner, training_seconds)
+        self.training_seconds = training_seconds
         for older in self.generations()[self.keep :]:
             durable.remove(older.directory)
 
@@ -215,7 +241,8 @@ class TrainingBackup:
         Returns:
             The number of finished epochs restored: 0 when there is no
             complete generation (a fresh run, or a kill during the first
-            backup).
+            backup). `training_seconds` is then the generation's (0 for
+            none).
 
         Raises:
             BackupOfAnotherRun: a generation was written by another run.
@@ -225,6 +252,7 @@ class TrainingBackup:
         generations = self.generations()
         for generation in generations:
             self.check_owner(generation)
+        self.training_seconds = 0.0
         if not generations:
             return 0
         if model.optimizer is not None and not model.optimizer.built:
@@ -234,6 +262,7 @@ class TrainingBackup:
         for generation in generations:
             problem = generation.problem(model)
             if problem is None:
+                self.training_seconds = generation.metadata().get("training_seconds")
                 for damaged in generations[: len(problems)]:
                     durable.remove(damaged.directory)
                 if problems:

@@ -101,14 +101,25 @@ class EpochLine(keras.callbacks.Callback):
 
 class BackupEachEpoch(keras.callbacks.Callback):
     """Writes a `kerasrnn_pipelines.backups.TrainingBackup` generation at the end of
-    every epoch."""
+    every epoch, with the time its epochs took over all sittings: the
+    restored generation's, plus this sitting's since `fit` began. An epoch
+    a kill interrupted is not counted: the resumed run trains it again."""
 
     def __init__(self, backup: TrainingBackup) -> None:
         super().__init__()
         self.backup = backup
+        self.sitting_began = 0.0
+        self.before: float | None = None
+
+    def on_train_begin(self, logs: dict[str, Any] | None = None) -> None:
+        self.sitting_began = time.perf_counter()
+        self.before = self.backup.training_seconds
 
     def on_epoch_end(self, epoch: int, logs: dict[str, Any] | None = None) -> None:
-        self.backup.save(self.model, epoch + 1)
+        seconds = None
+        if self.before is not None:
+            seconds = self.before + time.perf_counter() - self.sitting_began
+        self.backup.save(self.model, epoch + 1, seconds)
 
 
 def training_callbacks(

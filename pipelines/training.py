@@ -7,7 +7,8 @@ lands in its run directory, `--out` (see `kerasrnn_pipelines.run_directory` for 
 lock and the rules of reuse):
 
     metrics.json        final metrics, resolved arguments, data source, wall
-                        time, and `worse_than_baseline` (see `run_task`)
+                        time of this sitting, training time over all
+                        sittings, and `worse_than_baseline` (see `run_task`)
     history.csv         one row per epoch (column `epoch`, from 1), across resumes
     learning_curves.png every logged quantity against the epoch
     model.keras         the trained model (needs kerasrnn to load)
@@ -347,8 +348,10 @@ def run_task(
 
     Returns:
         The dict written to `metrics.json`: the task's metrics, plus
-        `task`, `data`, `args`, `wall_time_s`, `replicas` and, for a task
-        with a baseline, `worse_than_baseline`.
+        `task`, `data`, `args`, `wall_time_s` (this sitting's), `training_time_s` (what
+        `fit` took, summed over the sittings; absent where it trained
+        nothing or resumed a backup that did not record it), `replicas`
+        and, for a task with a baseline, `worse_than_baseline`.
     """
     headline = getattr(task_module, "HEADLINE_METRIC", None)
     with run_directory:
@@ -375,6 +378,11 @@ def run_task(
             "wall_time_s": round(time.perf_counter() - started, 2),
             "replicas": context.replicas,
         }
+        # What `fit` took over all sittings; unknown for a run resumed from
+        # an earlier release's backup, and nothing for a run that trains
+        # nothing (an assembly).
+        if context.backup.training_seconds is not None:
+            report["training_time_s"] = round(context.backup.training_seconds, 1)
         worse, warning = baseline_verdict(task_module, report)
         if worse is not None:
             report["worse_than_baseline"] = worse

@@ -425,7 +425,8 @@ class FinishedRun(NamedTuple):
     Attributes:
         models: Its `Seq2Seq` models: the one, or an ensemble's members.
         record: What this run's `metrics.json` says of it: `run` (the
-            directory as typed) and its `TEACHER_FIGURES`.
+            directory as typed), its `TEACHER_FIGURES` and, where it has
+            one, its `training_time_s`.
         args: Its `metrics.json`'s `args`.
     """
 
@@ -489,6 +490,9 @@ def load_finished_run(
             )
     models = list(model.members) if isinstance(model, seq2seq.Seq2SeqEnsemble) else [model]
     record = {"run": directory_name, **{name: metrics[name] for name in TEACHER_FIGURES}}
+    # Absent from runs that trained nothing or resumed an unrecording backup.
+    if "training_time_s" in metrics:
+        record["training_time_s"] = metrics["training_time_s"]
     return FinishedRun(models, record, metrics["args"])
 
 

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from benchmarks import g2p_runs
 from kerasrnn import seq2seq
 from kerasrnn_pipelines import encoder_decoder
 from kerasrnn_pipelines.cli import main
@@ -181,10 +182,16 @@ def test_an_assembly_decodes_serves_and_outlives_its_members(tmp_path, tiny_runs
     member_metrics = [json.loads((m / "metrics.json").read_text()) for m in members]
     assert metrics["members"] == [
         {"run": str(member), "test_wer": taught["test_wer"], "test_per": taught["test_per"],
-         "parameters": taught["parameters"], "members": 1}
+         "parameters": taught["parameters"], "training_time_s": taught["training_time_s"],
+         "members": 1}
         for member, taught in zip(members, member_metrics)
     ]
     assert metrics["parameters"] == sum(taught["parameters"] for taught in member_metrics)
+    # It trained nothing; the results table gives it its members' time.
+    assert "training_time_s" not in metrics
+    assert g2p_runs.training_minutes(metrics) == pytest.approx(
+        sum(taught["training_time_s"] for taught in member_metrics) / 60
+    )
     assert metrics["args"]["members"] == [str(member) for member in members]
     for member in members:
         shutil.rmtree(member)  # the assembly copied what it needs

@@ -182,7 +182,7 @@ def test_a_student_run_records_its_teacher_and_refuses_one_of_other_phonemes(
     metrics = json.loads((student / "metrics.json").read_text())
     assert metrics["teacher"] == {
         "run": str(teacher), "test_wer": taught["test_wer"], "test_per": taught["test_per"],
-        "parameters": taught["parameters"],
+        "parameters": taught["parameters"], "training_time_s": taught["training_time_s"],
     }
     assert metrics["args"]["teacher"] == [str(teacher)]
     assert metrics["args"]["distillation_weight"] == 0.8

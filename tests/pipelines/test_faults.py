@@ -236,6 +236,9 @@ def test_killing_a_run_and_rerunning_it_loses_no_finished_epoch(
     # Three logged epochs mean the second was backed up before the third's
     # row; the kill came before the end (40 epochs leave the backup in place).
     assert 2 <= backed_up < 40 and not (out / "metrics.json").exists()
+    first_sitting_training = json.loads(
+        (out / "backup" / f"epoch-{backed_up:06d}" / "training_metadata.json").read_text()
+    )["training_seconds"]
 
     capsys.readouterr()
     code, _ = train(*argv, out=out)
@@ -256,8 +259,10 @@ def test_killing_a_run_and_rerunning_it_loses_no_finished_epoch(
     assert code == 0
     assert (out / "history.csv").read_text() == (whole / "history.csv").read_text()
     resumed, uninterrupted = read_metrics(out), read_metrics(whole)
+    # The resumed run's training time counts its first sitting's epochs.
+    assert resumed["training_time_s"] > first_sitting_training
     for report in (resumed, uninterrupted):
-        del report["wall_time_s"], report["args"]["out"]
+        del report["wall_time_s"], report["training_time_s"], report["args"]["out"]
         # Its tensors are named after the layers, whose default names count
         # up within one process (rnn, rnn_1, ...): a second run in this
         # process writes other names, not other numbers.
@@ -372,6 +377,61 @@ def test_a_backup_written_with_other_options_is_left_alone_not_damaged(
         )
     assert (tmp_path / "epoch-000002" / "model.weights.h5").read_bytes() == before
     assert TrainingBackup(tmp_path, "forecast", {"seed": 0}).restore(model) == 2
+
+
+class KillAfterAPause(keras.callbacks.Callback):
+    """Raises `Killed` a second into epoch `epoch` (0-based): time an
+    interrupted epoch spent."""
+
+    def __init__(self, epoch):
+        super().__init__()
+        self.epoch = epoch
+
+    def on_epoch_begin(self, epoch, logs=None):
+        if epoch == self.epoch:
+            time.sleep(1.0)
+            raise Killed()
+
+
+@pytest.mark.slow
+def test_training_time_sums_the_sittings_without_the_killed_epoch(tmp_path, rng):
+    dataset, model_and_context = resumable_setup(tmp_path, rng, epochs=4)
+    model, context = model_and_context()
+    began = time.perf_counter()
+    with pytest.raises(Killed):
+        context.fit(model, dataset, callbacks=[KillAfterAPause(2)])
+    first_sitting = time.perf_counter() - began
+    metadata = tmp_path / "backup" / "epoch-000002" / "training_metadata.json"
+    recorded = json.loads(metadata.read_text())["training_seconds"]
+    # Two epochs, written before the pause and the kill.
+    assert 0 < recorded < first_sitting - 1.0
+
+    model, context = model_and_context()
+    began = time.perf_counter()
+    context.fit(model, dataset)
+    second_sitting = time.perf_counter() - began
+    # Both sittings' epochs, and not the second the killed epoch spent.
+    assert recorded < context.backup.training_seconds < recorded + second_sitting
+
+
+@pytest.mark.slow
+def test_a_backup_that_did_not_record_training_time_leaves_it_unknown(tmp_path, rng):
+    dataset, model_and_context = resumable_setup(tmp_path, rng, epochs=3)
+    model, context = model_and_context()
+    with pytest.raises(Killed):
+        context.fit(model, dataset, callbacks=[KillAtEpochBegin(2)])
+    # As an earlier release wrote it.
+    for generation in backed_up_epochs(tmp_path / "backup"):
+        metadata = tmp_path / "backup" / f"epoch-{generation:06d}" / "training_metadata.json"
+        fields = json.loads(metadata.read_text())
+        del fields["training_seconds"]
+        metadata.write_text(json.dumps(fields))
+
+    model, context = model_and_context()
+    context.fit(model, dataset)
+    assert context.backup.training_seconds is None
+    written = tmp_path / "backup" / "epoch-000003" / "training_metadata.json"
+    assert "training_seconds" not in json.loads(written.read_text())
 
 
 def resumable_setup(tmp_path, rng, epochs):

@@ -1,5 +1,6 @@
 """The g2p task: hand-worked WER/PER, the baseline, what a run prints, and a
---quick run end to end."""
+--quick run end to end, scored again from its files by the results table
+(`benchmarks.g2p_runs`)."""
 
 import contextlib
 import io
@@ -9,6 +10,7 @@ import keras
 import pytest
 import tensorflow as tf
 
+from benchmarks import g2p_runs
 from kerasrnn import seq2seq
 from kerasrnn_pipelines import edit_distance, encoder_decoder
 from kerasrnn_pipelines.cli import main
@@ -224,6 +226,8 @@ def test_quick_run_beats_its_baseline_writes_outputs_and_serves_without_kerasrnn
     assert metrics["test_per"] <= metrics["test_per_stress"]
     assert metrics["test_wer"] <= metrics["test_wer_stress"]
     assert metrics["args"]["quick"] is True and metrics["wall_time_s"] > 0
+    # One sitting: its training is part of it.
+    assert 0 < metrics["training_time_s"] < metrics["wall_time_s"]
     for name in ("history.csv", "model.keras", "learning_curves.png", "tensorboard"):
         assert (out / name).exists(), name
     # The default model attends: its alignments are drawn and logged.
@@ -284,6 +288,24 @@ def test_quick_run_beats_its_baseline_writes_outputs_and_serves_without_kerasrnn
     assert completed.stdout.splitlines() == [
         f"{word}\t{output}" for word, output in zip(["Hello", "", "naïve-42"], outputs)
     ]
+    # The results table scores the run from its files: the SavedModel and
+    # model.tflite answer every test word as the run's own decoding did.
+    capsys.readouterr()
+    (row,) = g2p_runs.main([str(out), "--calls", "3"])
+    for column, figure in [
+        ("test_wer_%", "test_wer"),
+        ("test_per_%", "test_per"),
+        ("stressed_wer_%", "test_wer_stress"),
+        ("stressed_per_%", "test_per_stress"),
+        ("tflite_wer_%", "litert_test_wer"),
+    ]:
+        assert row[column] == pytest.approx(100 * metrics[figure]), column
+    assert (row["models"], row["parameters"], row["beam"]) == (1, metrics["parameters"], 2)
+    assert row["training_min"] == pytest.approx(metrics["training_time_s"] / 60)
+    assert row["ms_per_word"] > 0
+    table = capsys.readouterr().out
+    assert f"| run | {' | '.join(list(row)[1:])} |" in table
+    assert f"| {out.name} | 1 | {metrics['parameters']} | 2 |" in table
 
 
 @pytest.mark.parametrize("name", ["linear", "exponential", "inverse_sigmoid"])
