@@ -144,6 +144,7 @@ def bucketed_batches(
     shuffle: bool,
     seed: int | None,
     buckets: int = 8,
+    per_step_extra: list[np.ndarray] | None = None,
 ) -> tf.data.Dataset:
     """Padded batches of variable-length sequences, grouped by length.
 
@@ -170,9 +171,13 @@ def bucketed_batches(
             bucket and the interleaving of the buckets.
         seed: Shuffle seed.
         buckets: Number of length buckets.
+        per_step_extra: Optional float32 arrays aligned with `inputs`, one
+            `(steps, features)` array per example (a teacher's logits),
+            batched beside the labels and padded with 0 like them.
 
     Returns:
-        `tf.data.Dataset` of `(inputs, labels, sample_weight)` batches;
+        `tf.data.Dataset` of `(inputs, labels, sample_weight)` batches
+        (`(inputs, labels, sample_weight, extra)` with `per_step_extra`);
         per-step labels give `sample_weight` `(batch, time)`, per-sequence
         labels give `(batch,)` ones.
     """
@@ -182,16 +187,20 @@ def bucketed_batches(
     bucket_of = np.searchsorted(boundaries, lengths, side="right")
     label_dtype = tf.as_dtype(np.asarray(labels[0]).dtype)
 
-    def to_example(x: TensorLike, y: TensorLike) -> tuple[TensorLike, TensorLike, TensorLike]:
+    def to_example(
+        x: TensorLike, y: TensorLike, *extra: TensorLike
+    ) -> tuple[TensorLike, ...]:
         weight = (
             tf.ones_like(y, dtype=tf.float32)
             if per_step
             else tf.constant(1.0, tf.float32)
         )
-        return x, y, weight
+        return (x, y, weight, *extra)
 
-    step_shape = [None] if per_step else []
-    padded_shapes = ([None], step_shape, step_shape)
+    step_shape: list[int | None] = [None] if per_step else []
+    padded_shapes: tuple[list[int | None], ...] = ([None], step_shape, step_shape)
+    if per_step_extra is not None:
+        padded_shapes += ([None, per_step_extra[0].shape[1]],)
     per_bucket, batch_counts = [], []
     for bucket in np.unique(bucket_of):
         members = np.flatnonzero(bucket_of == bucket)
@@ -204,8 +213,18 @@ def bucketed_batches(
             )
         else:
             bucket_labels = tf.constant(np.asarray(labels)[members])
+        components: tuple[Any, ...] = (bucket_inputs, bucket_labels)
+        if per_step_extra is not None:
+            # From the rows' lengths: `tf.ragged.constant` walks every value
+            # in Python.
+            components += (
+                tf.RaggedTensor.from_row_lengths(
+                    np.concatenate([per_step_extra[i] for i in members]).astype(np.float32),
+                    [len(per_step_extra[i]) for i in members],
+                ),
+            )
         dataset = (
-            tf.data.Dataset.from_tensor_slices((bucket_inputs, bucket_labels))
+            tf.data.Dataset.from_tensor_slices(components)
             .map(to_example, num_parallel_calls=AUTOTUNE)
             .cache()
         )

@@ -80,6 +80,7 @@ import numpy as np
 import tensorflow as tf
 
 from kerasrnn import seq2seq
+from kerasrnn.seq2seq.distillation import TEACHER_LOGITS
 from kerasrnn_pipelines import alignments, edit_distance, encoder_decoder
 from kerasrnn_pipelines.console import progress
 from kerasrnn_pipelines.data import cmudict as cmudict_data
@@ -245,20 +246,77 @@ def pair_dataset(
     batch_size: int,
     shuffle: bool,
     seed: int,
+    teacher: seq2seq.Seq2Seq | seq2seq.Seq2SeqEnsemble | None = None,
 ) -> tf.data.Dataset:
-    """Teacher-forcing batches of (letters, phonemes), grouped by word length."""
+    """Teacher-forcing batches of (letters, phonemes), grouped by word length.
+
+    With a `teacher`, each batch's inputs also hold its logits under
+    `"teacher_logits"` (`kerasrnn.seq2seq.Distiller` then does not run it),
+    computed here once (`teacher_distributions`): the batches are the same
+    in number and order as without it.
+    """
     sources: list[np.ndarray] = []
     targets: list[np.ndarray] = []
     for word, pronunciations in words:
         for pronunciation in pronunciations:
             sources.append(np.array(letters.encode(word), np.int32))
             targets.append(np.array(phonemes.encode(pronunciation), np.int32))
-    batches = bucketed_batches(sources, targets, batch_size, shuffle, seed)
-    # The per-step weights are not needed: the loss masks padding itself.
-    return batches.map(
-        lambda source, target, weight: seq2seq.teacher_forcing_pair(source, target),
-        num_parallel_calls=AUTOTUNE,
-    ).prefetch(AUTOTUNE)
+    if teacher is None:
+        batches = bucketed_batches(sources, targets, batch_size, shuffle, seed)
+        # The per-step weights are not needed: the loss masks padding itself.
+        return batches.map(
+            lambda source, target, weight: seq2seq.teacher_forcing_pair(source, target),
+            num_parallel_calls=AUTOTUNE,
+        ).prefetch(AUTOTUNE)
+    logits = teacher_distributions(teacher, sources, targets)
+    batches = bucketed_batches(
+        sources, targets, batch_size, shuffle, seed, per_step_extra=logits
+    )
+
+    def with_logits(
+        source: tf.Tensor, target: tf.Tensor, weight: tf.Tensor, logits: tf.Tensor
+    ) -> tuple[dict[str, tf.Tensor], tf.Tensor]:
+        inputs, labels = seq2seq.teacher_forcing_pair(source, target)
+        return {**inputs, TEACHER_LOGITS: logits}, labels
+
+    return batches.map(with_logits, num_parallel_calls=AUTOTUNE).prefetch(AUTOTUNE)
+
+
+def teacher_distributions(
+    teacher: seq2seq.Seq2Seq | seq2seq.Seq2SeqEnsemble,
+    sources: Sequence[np.ndarray],
+    targets: Sequence[np.ndarray],
+) -> list[np.ndarray]:
+    """The teacher's logits for each (source, target) pair under teacher
+    forcing (`kerasrnn.seq2seq.teacher_logits`): `(len(target) + 1, V)`
+    float32, row t its distribution of y_t (the last, of <end>).
+
+    They are computed in batches of `DECODE_BATCH` pairs of like lengths,
+    in one fixed order, so that every sitting of a run computes the same
+    values. A decoder step reads only the steps before it, and the padding
+    of the source is masked, so a pair's rows do not depend on its batch.
+    """
+    ids = tf.TensorSpec([None, None], tf.int32)
+
+    # One trace for every batch's shape.
+    @tf.function(input_signature=[ids, ids])
+    def forward(source: tf.Tensor, decoder_input: tf.Tensor) -> tf.Tensor:
+        return seq2seq.teacher_logits(
+            teacher, {"source": source, "decoder_input": decoder_input}
+        )
+
+    order = sorted(range(len(targets)), key=lambda i: (len(targets[i]), len(sources[i])))
+    logits: list[np.ndarray] = [np.empty(0)] * len(targets)
+    for start in range(0, len(order), DECODE_BATCH):
+        rows = order[start : start + DECODE_BATCH]
+        padded = [
+            tf.ragged.constant([pairs[i] for i in rows], tf.int32).to_tensor(0)
+            for pairs in (sources, targets)
+        ]
+        inputs, _ = seq2seq.teacher_forcing_pair(*padded)
+        for i, row in zip(rows, forward(inputs["source"], inputs["decoder_input"]).numpy()):
+            logits[i] = row[: len(targets[i]) + 1]
+    return logits
 
 
 # ------------------------------------------------------------------ console
@@ -667,9 +725,15 @@ def train_model(
             f"with beam {teacher.beam_width}",
             context.is_chief,
         )
+    if teacher is not None:
+        progress(
+            "  computing the teacher's next-phoneme distributions of the "
+            f"{len(splits['train']) + len(added):,} training words once...",
+            context.is_chief,
+        )
     train = pair_dataset(
         splits["train"] + added, letters, phonemes, config.batch_size, config.shuffle,
-        config.seed,
+        config.seed, None if teacher is None else teacher.distillation.teacher,
     )
     with dtype_policy(config.precision):
         model = encoder_decoder.train(

@@ -1,5 +1,6 @@
 """`kerasrnn-train g2p --teacher RUN_DIR`: the teacher refused at parse time,
-a distilled student resumed after a kill, and a student run end to end."""
+its logits computed once into the batches, a distilled student resumed after
+a kill, and a student run end to end."""
 
 import json
 
@@ -131,16 +132,43 @@ def test_the_teacher_and_its_settings_are_in_the_fingerprint_only_when_set():
 
 
 @pytest.mark.slow
-def test_a_killed_distillation_resumes_to_the_same_student(tmp_path):
-    config = G2PConfig(units=6, embedding=4, epochs=3, learning_rate=0.02, batch_size=8)
-    # Words of a, b, c, d said letter by letter, with X for a and b.
+def said_words(count=24):
+    """`(entries, letters, phonemes)`: words of a, b, c, d said letter by
+    letter, with X for a and b."""
     said = {"a": ("X",), "b": ("X",), "c": ("Y",), "d": ("Z", "Y")}
     rng = np.random.default_rng(4)
-    words = ["".join(rng.choice(list(said), rng.integers(2, 6))) for _ in range(24)]
+    words = ["".join(rng.choice(list(said), rng.integers(2, 6))) for _ in range(count)]
     entries = [(word, (tuple(p for letter in word for p in said[letter]),)) for word in words]
-    letters, phonemes = g2p.make_vocabularies(entries)
-    # In one order: this checks what the backup restores, not the shuffle.
-    dataset = g2p.pair_dataset(entries, letters, phonemes, config.batch_size, False, 0)
+    return (entries, *g2p.make_vocabularies(entries))
+
+
+def test_a_teachers_logits_are_computed_once_into_the_same_batches():
+    entries, letters, phonemes = said_words(40)
+    keras.utils.set_random_seed(2)
+    teacher = seq2seq.Seq2Seq(
+        letters.size, phonemes.size, kerasrnn.LSTMCell(8), embedding_dim=4, attention="luong"
+    )
+    plain = g2p.pair_dataset(entries, letters, phonemes, 8, True, 0)
+    carried = g2p.pair_dataset(entries, letters, phonemes, 8, True, 0, teacher)
+    batches = 0
+    for (inputs, labels), (with_logits, same_labels) in zip(plain, carried):
+        np.testing.assert_array_equal(labels, same_labels)
+        for key in ("source", "decoder_input"):
+            np.testing.assert_array_equal(inputs[key], with_logits[key])
+        # What the distiller would compute on this batch, at every real
+        # position; 0 at the padding.
+        expected = np.asarray(seq2seq.teacher_logits(teacher, inputs))
+        real = np.asarray(labels) != 0
+        logits = np.asarray(with_logits["teacher_logits"])
+        np.testing.assert_allclose(logits[real], expected[real], rtol=1e-5, atol=1e-5)
+        assert not logits[~real].any()
+        batches += 1
+    assert batches == len(list(plain)) == 7  # 40 pairs in 8 length buckets
+
+
+def test_a_killed_distillation_resumes_to_the_same_student(tmp_path):
+    config = G2PConfig(units=6, embedding=4, epochs=3, learning_rate=0.02, batch_size=8)
+    entries, letters, phonemes = said_words()
 
     def trained(directory, callbacks=()):
         keras.utils.set_random_seed(3)
@@ -153,6 +181,11 @@ def test_a_killed_distillation_resumes_to_the_same_student(tmp_path):
                 encoder_decoder.build_model(config, letters, phonemes), teacher, 0.5, 2.0
             )
             distiller.compile(optimizer=context.optimizer())
+        # Each sitting computes the teacher's logits again, as a run does.
+        # In one order: this checks what the backup restores, not the shuffle.
+        dataset = g2p.pair_dataset(
+            entries, letters, phonemes, config.batch_size, False, 0, teacher
+        )
         context.fit(distiller, dataset, callbacks=callbacks)
         return distiller
 

@@ -140,6 +140,23 @@ def test_fit_minimises_the_loss_of_its_batches():
     np.testing.assert_allclose(history.history["loss"][0], expected, rtol=1e-5)
 
 
+@pytest.mark.slow
+def test_logits_a_batch_carries_replace_the_teachers():
+    """Logits precomputed into the inputs are what the loss compares with
+    (here other logits than the teacher's, to tell them apart), and the
+    student reads the rest of the inputs as without them."""
+    teacher = sharpened(make_model(units=6, seed=1, attention="bahdanau"), 1)
+    student = sharpened(make_model(units=3, seed=2), 2)
+    carried = np.random.default_rng(5).normal(0, 3.0, (*LABELS.shape, 7)).astype(np.float32)
+    distiller = seq2seq.Distiller(student, teacher, weight=0.7, temperature=1.5)
+    distiller.compile(keras.optimizers.SGD(learning_rate=0.0))
+    inputs = {**INPUTS, "teacher_logits": carried}
+    np.testing.assert_array_equal(np.asarray(distiller(inputs)), np.asarray(student(INPUTS)))
+    history = distiller.fit(inputs, LABELS, batch_size=len(LABELS), epochs=1, verbose=0)
+    expected = reference_loss(LABELS, np.asarray(student(INPUTS)), carried, 0.7, 1.5)
+    np.testing.assert_allclose(history.history["loss"][0], expected, rtol=1e-5)
+
+
 @pytest.mark.parametrize(
     ("argument", "value", "allowed"),
     [
