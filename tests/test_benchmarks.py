@@ -195,6 +195,30 @@ def test_measure_refuses_unknown_tasks_and_empty_runs():
         input_pipeline.measure("forecast", quick=True, repeats=1, model_batches=0)
 
 
+@pytest.mark.parametrize(
+    "files, arguments, said",
+    [
+        (("metrics.json", "model.tflite", "vocabulary.json"), [],
+         "is not a finished g2p run: it has no saved_model"),
+        ((), [], "it has no metrics.json, saved_model, model.tflite, vocabulary.json"),
+        (("metrics.json", "saved_model", "model.tflite", "vocabulary.json"), ["--calls", "0"],
+         "argument --calls: a positive integer; received 0"),
+    ],
+)
+def test_the_results_table_refuses_what_it_cannot_score(
+    tmp_path, capsys, files, arguments, said
+):
+    from benchmarks import g2p_runs
+
+    for name in files:
+        (tmp_path / name).touch()
+    with pytest.raises(SystemExit) as stop:
+        g2p_runs.main([str(tmp_path), *arguments])
+    assert stop.value.code == 2
+    error = capsys.readouterr().err.strip().splitlines()
+    assert said in error[-1] and error[0].startswith("usage: python -m benchmarks.g2p_runs")
+
+
 @pytest.mark.slow
 def test_python_loop_decoders_compute_what_the_compiled_ones_do():
     """The decoding benchmark's baseline is the same algorithm, step by step.
