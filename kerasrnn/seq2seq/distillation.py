@@ -372,6 +372,14 @@ class Distiller(keras.Model):
             )
         if isinstance(x, dict) and TEACHER_LOGITS in x:
             teacher = x[TEACHER_LOGITS]
+            # Checked on the static shape, as fit traces the step.
+            if tuple(teacher.shape[-1:]) != (self.student.target_vocabulary_size,):
+                raise ValueError(
+                    f'Input `"{TEACHER_LOGITS}"` must be the teacher\'s logits '
+                    "(batch, T, target_vocabulary_size), one per target token. "
+                    f"Received: shape {tuple(teacher.shape)} for a target vocabulary of "
+                    f"{self.student.target_vocabulary_size}"
+                )
         else:
             teacher = teacher_logits(self.teacher, x)
         loss = distillation_loss(y, y_pred, teacher, self.weight, self.temperature)

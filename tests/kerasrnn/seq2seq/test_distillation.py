@@ -157,6 +157,15 @@ def test_logits_a_batch_carries_replace_the_teachers():
     np.testing.assert_allclose(history.history["loss"][0], expected, rtol=1e-5)
 
 
+def test_carried_logits_of_another_vocabulary_are_refused():
+    teacher, student = make_model(units=6, seed=1), make_model(units=3, seed=2)
+    distiller = seq2seq.Distiller(student, teacher)
+    inputs = {**INPUTS, "teacher_logits": np.zeros((*LABELS.shape, 5), np.float32)}
+    with pytest.raises(ValueError, match=r"teacher_logits.*Received: shape \(3, 4, 5\) for a "
+                                         r"target vocabulary of 7"):
+        distiller.compute_loss(inputs, LABELS, student(INPUTS))
+
+
 @pytest.mark.parametrize(
     ("argument", "value", "allowed"),
     [
