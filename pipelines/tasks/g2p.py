@@ -369,6 +369,20 @@ def start_lines(
 
 
 # ----------------------------------------------------------------- decoding
+def decoding_spec(
+    train_words: Sequence[Entry], beam_width: int, length_penalty: float
+) -> seq2seq.DecodingSpec:
+    """A run's beam search (`--beam-width`, `--length-penalty`) over words
+    of up to the longest training word's letters, into pronunciations of up
+    to four phonemes more than the longest training pronunciation."""
+    return seq2seq.DecodingSpec(
+        beam_width=beam_width,
+        length_penalty=length_penalty,
+        max_source_length=max(len(word) for word, _ in train_words),
+        max_target_length=max(len(p) for _, prons in train_words for p in prons) + 4,
+    )
+
+
 def predict(
     model: seq2seq.DecodableModel,
     words: Sequence[str],
@@ -717,13 +731,14 @@ def train_model(
     # decoding bounds, the baseline and `train_words` are CMUDict's.
     added: list[Entry] = []
     if teacher is not None and config.unlabelled_words:
+        # Minutes for a large teacher and many words: say so before.
+        progress(
+            f"  and {config.unlabelled_words:,} words CMUDict lacks, pronounced "
+            f"by the teacher with beam {teacher.beam_width}...",
+            context.is_chief,
+        )
         added = teacher_pronounced_words(
             teacher, config.unlabelled_words, letters, phonemes, decoding, config.seed
-        )
-        progress(
-            f"  and {len(added):,} words CMUDict lacks, pronounced by the teacher "
-            f"with beam {teacher.beam_width}",
-            context.is_chief,
         )
     if teacher is not None:
         progress(
@@ -801,15 +816,8 @@ def run(config: G2PConfig, context: RunContext) -> dict[str, Any]:
     for line in start_lines(config, splits, context.directory.path):
         progress(line, context.is_chief)
     letters, phonemes = make_vocabularies(splits["train"])
-    longest = max(len(p) for _, prons in splits["train"] for p in prons)
-    # One spec for the test decoding, the SavedModel and the LiteRT file:
-    # both files read words of up to the longest training word's letters.
-    decoding = seq2seq.DecodingSpec(
-        beam_width=config.beam_width,
-        length_penalty=config.length_penalty,
-        max_source_length=max(len(word) for word, _ in splits["train"]),
-        max_target_length=longest + 4,
-    )
+    # One spec for the test decoding, the SavedModel and the LiteRT file.
+    decoding = decoding_spec(splits["train"], config.beam_width, config.length_penalty)
     if config.members is not None:
         model, record = assembled_model(config, context, letters, phonemes)
     else:

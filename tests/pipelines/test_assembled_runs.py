@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from benchmarks import g2p_runs
+from benchmarks import g2p_ensemble, g2p_runs
 from kerasrnn import seq2seq
 from kerasrnn_pipelines import encoder_decoder
 from kerasrnn_pipelines.cli import main
@@ -205,6 +205,14 @@ def test_an_assembly_decodes_serves_and_outlives_its_members(tmp_path, tiny_runs
     # The SavedModel answers as the run's own rescored beam search.
     assert served["outputs"].numpy()[0].decode() == metrics["examples"]["hello"]
     assert (out / "model.tflite").is_file() and "litert_test_wer" in metrics
+    # Its parts, decoded again: the member alone as its own run scored it,
+    # the whole as the assembly scored it.
+    alone, mixed, rescored = g2p_ensemble.ensemble_rows(out)
+    assert alone["test_wer_%"] == pytest.approx(100 * member_metrics[0]["test_wer"])
+    assert mixed["test_wer_%"] == alone["test_wer_%"]  # one left-to-right member
+    assert mixed["in_best_2_%"] >= 100 - mixed["test_wer_%"]
+    assert rescored["test_wer_%"] == pytest.approx(100 * metrics["test_wer"])
+    assert rescored["test_per_%"] == pytest.approx(100 * metrics["test_per"])
 
 
 @pytest.mark.slow
@@ -236,3 +244,20 @@ def test_mixed_bfloat16_trains_and_the_saved_model_serves_float32(tiny_runs):
     with open(out / "history.csv") as history:
         epochs = list(csv.DictReader(history))
     assert len(epochs) == 1 and np.isfinite(float(epochs[0]["loss"]))
+
+
+def test_the_share_within_the_best_hypotheses_ignores_stress_and_later_ones():
+    references = [[["K", "AE1", "T"]], [["D", "AO1", "G"], ["D", "AA1", "G"]], [["B", "IY1"]]]
+    hypotheses = [
+        [["K", "AE0", "T"], ["K", "AH0", "T"]],  # the best, stress aside
+        [["D", "OW1", "G"], ["D", "AA2", "G"]],  # the second, the second reference
+        [["B", "AY1"], ["P", "IY1"]],  # neither
+    ]
+    assert g2p_ensemble.share_correct_within(hypotheses, references, 1) == pytest.approx(1 / 3)
+    assert g2p_ensemble.share_correct_within(hypotheses, references, 2) == pytest.approx(2 / 3)
+
+
+@pytest.mark.slow
+def test_the_ensemble_table_refuses_a_run_of_one_model(tiny_runs):
+    with pytest.raises(SystemExit, match="holds a Seq2Seq, not a Seq2SeqEnsemble"):
+        g2p_ensemble.ensemble_rows(tiny_runs / "forward")
