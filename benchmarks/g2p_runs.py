@@ -21,6 +21,11 @@ row per run directory (trained, taught with `--teacher`, or assembled with
   this process (`benchmarks.litert.per_call_seconds`); `vs_g2p_en` is
   g2p-en's time over the file's. g2p-en is not a dependency
   (`pip install g2p-en==2.1.0`); without it those columns are blank.
+
+With g2p-en installed, a last row scores it as an anchor: `G2p.predict`
+(a greedy GRU encoder-decoder without attention, trained on CMUDict by its
+authors, perhaps on these test words too) pronounces the first run's test
+words; `parameters` counts the arrays it holds.
 """
 
 import argparse
@@ -35,6 +40,13 @@ from benchmarks.tables import print_table
 
 #: The batch the SavedModel scores the test words in.
 SCORING_BATCH = 256
+
+#: The table's columns (see the module doc).
+ROW_COLUMNS = [
+    "run", "models", "parameters", "beam", "test_wer_%", "test_per_%", "stressed_wer_%",
+    "stressed_per_%", "tflite_wer_%", "training_min", "ms_per_word", "g2p_en_ms_per_word",
+    "vs_g2p_en",
+]
 
 
 def test_split(arguments):
@@ -79,6 +91,31 @@ def model_count(arguments, metrics):
 def in_percent(rates):
     """`error_rates`' fractions as percentages."""
     return tuple(100 * rate for rate in rates)
+
+
+def g2p_en_row(predict, arguments):
+    """The table's row of g2p-en's `predict` on the test split of the run
+    whose `metrics.json` `args` are `arguments`: its error rates only."""
+    from kerasrnn_pipelines.tasks import g2p
+
+    words, references = test_split(arguments)
+    answers = [predict(word) for word in words]
+    model = predict.__self__
+    row = dict.fromkeys(ROW_COLUMNS, "")
+    row.update({
+        "run": G2P_EN,
+        "models": 1,
+        "parameters": sum(array.size for array in vars(model).values()
+                          if isinstance(array, np.ndarray)),
+        "beam": 1,
+    })
+    row["test_wer_%"], row["test_per_%"] = in_percent(
+        g2p.error_rates(answers, references, stress=False)
+    )
+    row["stressed_wer_%"], row["stressed_per_%"] = in_percent(
+        g2p.error_rates(answers, references, stress=True)
+    )
+    return row
 
 
 def run_row(run, calls, client, predict):
@@ -147,10 +184,14 @@ def main(argv=None):
             parser.error(f"{run} is not a finished g2p run: it has no {', '.join(missing)}")
     predict, reason = g2p_en_predict()
     rows = [run_row(run, arguments.calls, example_client(), predict) for run in arguments.runs]
+    anchor = []
+    if predict is not None:
+        first = json.loads((arguments.runs[0] / "metrics.json").read_text())["args"]
+        anchor = [g2p_en_row(predict, first)]
     print_table(
         "G2P runs: scored from their SavedModel and model.tflite, served at batch 1",
-        rows,
-        list(rows[0]),
+        rows + anchor,
+        ROW_COLUMNS,
     )
     if reason is not None:
         print(f"g2p-en columns left blank: {reason}")

@@ -219,6 +219,34 @@ def test_the_results_table_refuses_what_it_cannot_score(
     assert said in error[-1] and error[0].startswith("usage: python -m benchmarks.g2p_runs")
 
 
+def test_the_results_table_scores_g2p_en_on_the_runs_split():
+    pytest.importorskip("g2p_en")
+    from benchmarks import g2p_runs
+    from benchmarks.litert import g2p_en_predict
+    from kerasrnn_pipelines.data import cmudict
+
+    predict, reason = g2p_en_predict()
+    assert reason is None
+    arguments = {"stress": True, "limit": 600, "seed": 0}
+    row = g2p_runs.g2p_en_row(predict, arguments)
+    # A GRU encoder and decoder of 256 units (three gates, each with an
+    # input and a recurrent bias), embeddings of its 29 letters and 74
+    # phonemes, and the output layer over the phonemes.
+    n = 256
+    gru = 3 * n * (n + n) + 2 * 3 * n
+    assert row["parameters"] == 29 * n + gru + 74 * n + gru + (n + 1) * 74
+    # WER: a word is right when its answer is one of its references.
+    words, references = g2p_runs.test_split(arguments)
+    answers = [predict(word) for word in words]
+    for column, spelt in [("stressed_wer_%", tuple), ("test_wer_%", cmudict.strip_stress)]:
+        wrong = sum(
+            tuple(spelt(answer)) not in {tuple(spelt(r)) for r in prons}
+            for answer, prons in zip(answers, references)
+        )
+        assert row[column] == pytest.approx(100 * wrong / len(words)), column
+    assert row["test_wer_%"] < row["stressed_wer_%"]
+
+
 @pytest.mark.slow
 def test_python_loop_decoders_compute_what_the_compiled_ones_do():
     """The decoding benchmark's baseline is the same algorithm, step by step.
